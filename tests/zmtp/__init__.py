@@ -1,0 +1,1 @@
+"""Unit tests of the sans-I/O protocol core :mod:`trizmq.zmtp` (byte strings only)."""

@@ -1,0 +1,37 @@
+"""trizmq: ZeroMQ for trio, in pure Python.
+
+Sockets are async context managers whose nursery owns every task they run; they
+speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
+"""
+
+from ._errors import EndpointError, HostUnreachable, NotSupportedError, StateError, ZMQError
+from ._message import Message
+from ._socket import Socket
+from ._sockets import Pair, Pub, Pull, Push, Sub, XPub, XSub
+from .zmtp import ProtocolError
+
+__all__ = [
+    "EndpointError",
+    "HostUnreachable",
+    "Message",
+    "NotSupportedError",
+    "Pair",
+    "ProtocolError",
+    "Pub",
+    "Pull",
+    "Push",
+    "Socket",
+    "StateError",
+    "Sub",
+    "XPub",
+    "XSub",
+    "ZMQError",
+]
+
+__version__ = "0.1.0"
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("trizmq."):
+        _obj.__module__ = "trizmq"
+del _name, _obj

@@ -1,0 +1,156 @@
+"""Socket options: one table of names, defaults, checks and the socket types they fit.
+
+Rules (``API.md``): options are keyword-only constructor arguments; an unknown
+name, or one that does not apply to the socket type, raises ``TypeError``; a bad
+value raises ``ValueError`` (or ``EndpointError``, a ``ValueError``) naming the
+option. Both happen in the constructor, before the socket is entered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ._endpoint import Endpoint, parse_endpoint
+
+__all__ = ["DEFAULT_LINGER", "OPTIONS", "validate_options"]
+
+#: seconds a closing socket keeps flushing (see docs/getting-started.md)
+DEFAULT_LINGER = 1.0
+
+
+def _number(name: str, value: Any, *, allow_none: bool, positive: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    if math.isnan(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be {bound}, not {value!r}")
+    return float(value)
+
+
+def _seconds(name: str, value: Any) -> float | None:
+    return _number(name, value, allow_none=False)
+
+
+def _seconds_or_none(name: str, value: Any) -> float | None:
+    return _number(name, value, allow_none=True)
+
+
+def _positive_or_none(name: str, value: Any) -> float | None:
+    return _number(name, value, allow_none=True, positive=True)
+
+
+def _hwm(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0 (0 = unbounded), not {value!r}")
+    return value
+
+
+def _maxmsgsize(name: str, value: Any) -> int:
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+        raise ValueError(f"{name} must be an int >= 0, or None / -1 for no limit, not {value!r}")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def _routing_id(name: str, value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise ValueError(f"{name} must be bytes of length 1-255, not {value!r}")
+    rid = bytes(value)
+    if not 1 <= len(rid) <= 255:
+        raise ValueError(f"{name} must be 1-255 bytes long, not {len(rid)}")
+    return rid
+
+
+def _endpoints(name: str, value: Any) -> tuple[Endpoint, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (str, bytes)) else list(value)
+    return tuple(parse_endpoint(item, for_bind=name == "bind") for item in items)
+
+
+def _topics(name: str, value: Any) -> tuple[bytes, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (str, bytes, bytearray, memoryview)) else list(value)
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item.encode())
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            out.append(bytes(item))
+        else:
+            raise ValueError(f"{name} takes bytes or str topics, not {item!r}")
+    return tuple(out)
+
+
+def _security(name: str, value: Any) -> None:
+    if value is not None:
+        raise ValueError(f"{name}: only the NULL mechanism (security=None) is available so far")
+    return None
+
+
+@attrs.frozen
+class OptionSpec:
+    """One option: its default, its check, and the socket types it fits (None = all)."""
+
+    default: Any
+    check: Callable[[str, Any], Any]
+    types: frozenset[str] | None = None
+
+
+ALL_TYPES = None
+OPTIONS: dict[str, OptionSpec] = {
+    "bind": OptionSpec((), _endpoints),
+    "connect": OptionSpec((), _endpoints),
+    "sndhwm": OptionSpec(1000, _hwm),
+    "rcvhwm": OptionSpec(1000, _hwm),
+    "linger": OptionSpec(DEFAULT_LINGER, _seconds_or_none),
+    "routing_id": OptionSpec(None, _routing_id),
+    "reconnect_ivl": OptionSpec(0.1, _seconds),
+    "reconnect_ivl_max": OptionSpec(0.0, _seconds),
+    "heartbeat_ivl": OptionSpec(None, _positive_or_none),
+    "heartbeat_timeout": OptionSpec(None, _positive_or_none),
+    "heartbeat_ttl": OptionSpec(None, _positive_or_none),
+    "handshake_ivl": OptionSpec(30.0, _positive_or_none),
+    "immediate": OptionSpec(False, _flag),
+    "maxmsgsize": OptionSpec(-1, _maxmsgsize),
+    "security": OptionSpec(None, _security),
+    "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
+    "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
+    "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
+    "xpub_verbose": OptionSpec(False, _flag, frozenset({"XPUB"})),
+}
+
+
+def validate_options(socket_type: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Check ``given`` against the table; return every option with defaults filled in."""
+    for name in given:
+        spec = OPTIONS.get(name)
+        if spec is None:
+            raise TypeError(f"{socket_type.title()}() got an unknown option {name!r}")
+        if spec.types is not None and socket_type not in spec.types:
+            raise TypeError(
+                f"option {name!r} does not apply to a {socket_type} socket "
+                f"(only to {', '.join(sorted(spec.types))})"
+            )
+    options: dict[str, Any] = {}
+    for name, spec in OPTIONS.items():
+        if spec.types is not None and socket_type not in spec.types:
+            continue
+        options[name] = spec.check(name, given[name]) if name in given else spec.default
+    return options

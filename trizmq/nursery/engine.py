@@ -1,0 +1,564 @@
+"""The actor runtime of one socket: the only place where trizmq starts tasks.
+
+A socket is an actor whose nursery owns every task it needs:
+
+* one **acceptor** per bound tcp/ipc endpoint, starting a connection actor per
+  accepted stream;
+* one **connecter** per connected endpoint, which (re)connects with back-off for as
+  long as the endpoint stays connected;
+* per live connection, a **reader** and a **writer** (and a heartbeat task when
+  heartbeats are on), inside that connection's own cancel scope: a lost or
+  disconnected peer cancels that scope only.
+
+Rules:
+
+* Queue lifetimes follow the specs: a connecting side keeps its :class:`Peer` and
+  its pipes across reconnects; a binding side creates a peer per accepted
+  connection and discards its outgoing queue when the connection ends (unread
+  incoming messages stay readable until drained).
+* A remote error (:class:`~trizmq.zmtp.ProtocolError`, a refused handshake) closes
+  that connection only and is logged on the ``trizmq`` logger with its reason. A
+  connecter whose handshake was refused backs off (at least 1 s, doubling up to
+  30 s) rather than retrying in a tight loop.
+* Hot path: the writer drains its whole pipe into one ``send_all`` of up to
+  ~64 KiB; the reader parses every frame of each ``receive_some`` and hands the
+  messages on with one wake-up; a full incoming pipe stops the reader, which
+  pushes back through TCP.
+* Close: unbind, flush for ``linger`` seconds, then cancel everything.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import random
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from .. import transport
+from .._endpoint import Endpoint
+from ..transport.inproc import registry
+from ..zmtp import Connection, ProtocolError
+from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
+from ..zmtp.socket_types import is_compatible
+from .peer import Peer
+from .pipe import Pipe
+
+__all__ = ["SocketEngine"]
+
+log = logging.getLogger("trizmq")
+
+#: bytes asked of each receive_some
+RECEIVE_SIZE = 256 * 1024
+#: the writer stops gathering messages into one send_all past this many bytes
+WRITE_BATCH = 64 * 1024
+#: a refused handshake is retried no sooner than this, doubling up to REFUSED_MAX
+REFUSED_MIN = 1.0
+REFUSED_MAX = 30.0
+
+
+class Outcome(enum.Enum):
+    """How one connection attempt ended."""
+
+    LOST = "lost"  # never handshaken: refused connect, timeout, closed during handshake
+    DONE = "done"  # handshaken, then lost or closed
+    REFUSED = "refused"  # the peer broke the protocol or was incompatible
+
+
+class _ConnectionLost(Exception):
+    pass
+
+
+_COMMAND_ENCODERS: dict[type, Callable[[Any, Any], bytes]] = {
+    Subscribe: lambda conn, cmd: conn.encode_subscribe(cmd.topic),
+    Cancel: lambda conn, cmd: conn.encode_cancel(cmd.topic),
+    Join: lambda conn, cmd: conn.encode_join(cmd.group),
+    Leave: lambda conn, cmd: conn.encode_leave(cmd.group),
+    Ping: lambda conn, cmd: conn.encode_ping(cmd.ttl, cmd.context),
+    Pong: lambda conn, cmd: conn.encode_pong(cmd.context),
+}
+_PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
+
+
+class SocketEngine:
+    """Endpoints, peers and tasks of one socket, run in the socket's nursery."""
+
+    def __init__(
+        self,
+        socket_type: str,
+        options: dict[str, Any],
+        strategy: Any,
+        nursery: trio.Nursery,
+        wake_receivers: Callable[[], None],
+        wake_senders: Callable[[], None],
+    ) -> None:
+        self.socket_type = socket_type
+        self.options = options
+        self.strategy = strategy
+        self.nursery = nursery
+        self.wake_receivers = wake_receivers
+        self.wake_senders = wake_senders
+        self.identity: bytes = options.get("routing_id") or b""
+        #: resolved endpoint -> (listener or None for inproc, acceptor's cancel scope)
+        self.listeners: dict[str, tuple[Any, trio.CancelScope | None]] = {}
+        #: connected endpoint text -> (peer, connecter's cancel scope or None for inproc)
+        self.connecters: dict[str, tuple[Peer, trio.CancelScope | None]] = {}
+        #: every peer with a live link, for linger and close
+        self.peers: set[Peer] = set()
+        self.flush_lot = trio.lowlevel.ParkingLot()
+        self.closing = False
+
+    # -- wiring ----------------------------------------------------------------------
+    def new_peer(self, endpoint: str, kind: str, out_pipe: Pipe, in_pipe: Pipe) -> Peer:
+        """A peer whose pipes wake this socket's senders and receivers."""
+        peer = Peer(endpoint, kind, out_pipe, in_pipe)
+        out_pipe.on_writable = self.wake_senders
+        if self.strategy.eager:
+            strategy = self.strategy
+            in_pipe.on_readable = lambda: strategy.incoming(peer)
+        else:
+            in_pipe.on_readable = self.wake_receivers
+        return peer
+
+    def attach(self, peer: Peer) -> bool:
+        """Hand ``peer`` to the strategy; wakes senders that waited for a peer."""
+        if not self.strategy.attach(peer):
+            return False
+        peer.attached = True
+        self.wake_senders()
+        if peer.in_pipe and peer.in_pipe.on_readable is not None:
+            peer.in_pipe.on_readable()
+        return True
+
+    def detach(self, peer: Peer) -> None:
+        """Take ``peer`` away from the strategy for good."""
+        peer.gone = True
+        if peer.attached:
+            peer.attached = False
+            self.strategy.detach(peer)
+        self.peers.discard(peer)
+        self.wake_senders()
+        self.wake_receivers()
+        self.flush_lot.unpark_all()
+
+    # -- bind / connect ------------------------------------------------------------
+    async def bind(self, endpoint: Endpoint) -> str:
+        """Listen on ``endpoint``; return the endpoint actually bound."""
+        if endpoint.transport == "inproc":
+            return self.bind_inproc(endpoint)
+        if endpoint.transport not in ("tcp", "ipc"):
+            raise OSError(f"{endpoint}: the {endpoint.transport} transport is not available yet")
+        listener = await transport.listen(endpoint)
+        resolved = listener.endpoint
+        scope = await self.nursery.start(self.acceptor, listener, resolved)
+        self.listeners[resolved] = (listener, scope)
+        return resolved
+
+    async def unbind(self, endpoint: str) -> None:
+        """Stop listening on ``endpoint`` (as returned by :meth:`bind`)."""
+        entry = self.listeners.pop(endpoint, None)
+        if entry is None:
+            raise OSError(2, f"{endpoint} is not bound")
+        listener, scope = entry
+        if listener is None:
+            registry().unbind(endpoint[len("inproc://") :], self)
+            return
+        if scope is not None:
+            scope.cancel()
+        with trio.CancelScope(shield=True):
+            await listener.aclose()
+
+    async def connect(self, endpoint: Endpoint) -> None:
+        """Start connecting to ``endpoint`` in the background."""
+        key = str(endpoint)
+        if key in self.connecters:
+            raise OSError(106, f"{key} is already connected")
+        if endpoint.transport == "inproc":
+            self.connect_inproc(endpoint)
+            return
+        if endpoint.transport not in ("tcp", "ipc"):
+            raise OSError(f"{endpoint}: the {endpoint.transport} transport is not available yet")
+        peer = self.new_peer(
+            key, "stream", Pipe(self.options["sndhwm"]), Pipe(self.options["rcvhwm"])
+        )
+        if not self.options["immediate"]:
+            self.attach(peer)
+        self.peers.add(peer)
+        scope = await self.nursery.start(self.connecter, endpoint, peer)
+        self.connecters[key] = (peer, scope)
+
+    async def disconnect(self, endpoint: str) -> None:
+        """Stop connecting to ``endpoint`` and drop its peer and queue."""
+        entry = self.connecters.pop(endpoint, None)
+        if entry is None:
+            raise OSError(2, f"{endpoint} is not connected")
+        peer, scope = entry
+        if scope is not None:
+            scope.cancel()
+        if peer.kind == "inproc":
+            registry().forget(self, peer)
+            self.unlink_inproc(peer)
+        else:
+            peer.out_pipe.clear()
+            self.detach(peer)
+        await trio.lowlevel.checkpoint()
+
+    # -- tcp / ipc actors --------------------------------------------------------------
+    async def acceptor(
+        self,
+        listener: Any,
+        endpoint: str,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections on one listener until unbound or closed."""
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            while True:
+                try:
+                    stream, address = await listener.accept()
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    return
+                except OSError as exc:
+                    # EMFILE and friends: log, breathe, go on serving the others
+                    log.warning("%s: accept failed: %s", endpoint, exc)
+                    await trio.sleep(0.1)
+                    continue
+                self.nursery.start_soon(self.accepted, stream, endpoint, address)
+
+    async def accepted(self, stream: trio.abc.Stream, endpoint: str, address: str) -> None:
+        """One accepted connection: a fresh peer that lives as long as the stream."""
+        peer = self.new_peer(
+            endpoint, "stream", Pipe(self.options["sndhwm"]), Pipe(self.options["rcvhwm"])
+        )
+        peer.remote_address = address
+        try:
+            await self.run_connection(stream, peer, attached=False)
+        finally:
+            peer.out_pipe.clear()
+            self.detach(peer)
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def connecter(
+        self,
+        endpoint: Endpoint,
+        peer: Peer,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Connect, run the connection, and reconnect with back-off, forever."""
+        base = self.options["reconnect_ivl"]
+        cap = self.options["reconnect_ivl_max"]
+        immediate = self.options["immediate"]
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            delay = base
+            refused = 0.0
+            while True:
+                try:
+                    stream = await transport.connect(endpoint)
+                except OSError as exc:
+                    log.debug("%s: connect failed: %s", endpoint, exc)
+                    outcome = Outcome.LOST
+                else:
+                    if immediate:
+                        peer.gone = False
+                    try:
+                        outcome = await self.run_connection(stream, peer, attached=not immediate)
+                    finally:
+                        if immediate:
+                            peer.out_pipe.clear()
+                            self.detach(peer)
+                            self.peers.add(peer)
+                        with trio.CancelScope(shield=True):
+                            await stream.aclose()
+                if outcome is Outcome.REFUSED:
+                    refused = min(max(REFUSED_MIN, base, refused * 2), max(REFUSED_MAX, cap))
+                    wait = refused
+                else:
+                    if outcome is Outcome.DONE:
+                        delay, refused = base, 0.0
+                    wait = delay
+                    if cap > base:
+                        delay = min(delay * 2, cap)
+                # jitter keeps a crowd of clients from reconnecting in lockstep
+                await trio.sleep(wait * random.uniform(0.9, 1.1))
+
+    async def run_connection(
+        self, stream: trio.abc.Stream, peer: Peer, *, attached: bool
+    ) -> Outcome:
+        """Handshake on ``stream``, then run its reader and writer until it ends."""
+        options = self.options
+        conn = Connection(
+            self.socket_type,
+            identity=self.identity,
+            maxmsgsize=options["maxmsgsize"],
+        )
+        where = f"{peer.endpoint} {peer.remote_address}".rstrip()
+        try:
+            events = await self.handshake(stream, conn)
+        except ProtocolError as exc:
+            log.warning("%s: handshake refused: %s", where, exc)
+            return Outcome.REFUSED
+        except trio.TooSlowError:
+            log.warning("%s: handshake timed out after %ss", where, options["handshake_ivl"])
+            return Outcome.LOST
+        except (
+            _ConnectionLost,
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+            OSError,
+        ) as exc:
+            log.debug("%s: lost during handshake: %s", where, exc)
+            return Outcome.LOST
+        peer.conn = conn
+        peer.peer_type = conn.peer_socket_type
+        peer.identity = conn.peer_identity
+        peer.version = conn.peer_version
+        if not attached and not self.attach(peer):
+            log.warning("%s: refused: a %s socket takes one peer only", where, self.socket_type)
+            return Outcome.REFUSED
+        peer.connected = True
+        peer.gone = False
+        self.peers.add(peer)
+        self.strategy.connected(peer)
+        self.wake_senders()
+        state = {"outcome": Outcome.DONE}
+        last_heard = [trio.current_time()]
+        try:
+            with trio.CancelScope() as scope:
+                peer.scope = scope
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.writer, stream, conn, peer, nursery.cancel_scope, where)
+                    if options["heartbeat_ivl"]:
+                        nursery.start_soon(
+                            self.heartbeat, peer, last_heard, nursery.cancel_scope, where
+                        )
+                    await self.reader(stream, conn, peer, events, state, where, last_heard)
+                    nursery.cancel_scope.cancel()
+        finally:
+            peer.scope = None
+            peer.connected = False
+            peer.conn = None
+            peer.writing = False
+            if attached:
+                self.strategy.disconnected(peer)
+            self.flush_lot.unpark_all()
+        return state["outcome"]
+
+    async def handshake(self, stream: trio.abc.Stream, conn: Connection) -> list[Any]:
+        """Greeting and mechanism exchange; returns events that followed in the same read."""
+        limit = self.options["handshake_ivl"]
+        with trio.fail_after(limit if limit is not None else math.inf):
+            await stream.send_all(conn.start())
+            while True:
+                data = await stream.receive_some(RECEIVE_SIZE)
+                if not data:
+                    raise _ConnectionLost("peer closed the connection during the handshake")
+                events = conn.receive_data(data)
+                out = conn.data_to_send()
+                if out:
+                    await stream.send_all(out)
+                for event in events:
+                    if event.__class__ is PeerError:
+                        raise ProtocolError(f"peer sent ERROR: {event.reason}")
+                if conn.handshake_complete:
+                    return [
+                        e for e in events if e.__class__ is list or e.__class__ in _PEER_COMMANDS
+                    ]
+
+    async def reader(
+        self,
+        stream: trio.abc.Stream,
+        conn: Connection,
+        peer: Peer,
+        events: list[Any],
+        state: dict[str, Outcome],
+        where: str,
+        last_heard: list[float],
+    ) -> None:
+        """Parse everything the peer sends; a full incoming pipe stops reading."""
+        pipe = peer.in_pipe
+        try:
+            self.deliver(peer, events)
+            while True:
+                if pipe.full:
+                    await pipe.wait_writable()
+                data = await stream.receive_some(RECEIVE_SIZE)
+                if not data:
+                    log.debug("%s: peer closed the connection", where)
+                    return
+                last_heard[0] = trio.current_time()
+                self.deliver(peer, conn.receive_data(data))
+        except ProtocolError as exc:
+            log.warning("%s: dropping connection: %s", where, exc)
+            state["outcome"] = Outcome.REFUSED
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("%s: connection lost: %s", where, exc)
+
+    def deliver(self, peer: Peer, events: list[Any]) -> None:
+        """Hand a batch of parsed events to the peer's incoming pipe in one go."""
+        if not events:
+            return
+        pipe = peer.in_pipe
+        batch: list[Any] = []
+        for event in events:
+            cls = event.__class__
+            if cls is list:
+                batch.append(event)
+            elif cls in _PEER_COMMANDS:
+                if self.strategy.wants_commands:
+                    batch.append(event)
+            elif cls is Ping:
+                peer.out_pipe.put(Pong(event.context))
+            elif cls is PeerError:
+                raise ProtocolError(f"peer sent ERROR: {event.reason}")
+            # PONG and unknown commands carry nothing for the socket
+        if batch:
+            pipe.extend(batch)
+
+    async def writer(
+        self,
+        stream: trio.abc.Stream,
+        conn: Connection,
+        peer: Peer,
+        done: trio.CancelScope,
+        where: str,
+    ) -> None:
+        """Drain the outgoing pipe into as few ``send_all`` calls as possible."""
+        pipe = peer.out_pipe
+        encode_into = conn.encode_message_into
+        encoders = _COMMAND_ENCODERS
+        try:
+            while True:
+                if not pipe:
+                    peer.writing = False
+                    if self.closing:
+                        self.flush_lot.unpark_all()
+                    await pipe.wait_readable()
+                    continue
+                peer.writing = True
+                buf = bytearray()
+                while pipe and len(buf) < WRITE_BATCH:
+                    item = pipe.popleft()
+                    if item.__class__ is list:
+                        encode_into(buf, item)
+                    else:
+                        buf += encoders[item.__class__](conn, item)
+                await stream.send_all(buf)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.debug("%s: write failed: %s", where, exc)
+        finally:
+            peer.writing = False
+            done.cancel()
+
+    async def heartbeat(
+        self, peer: Peer, last_heard: list[float], done: trio.CancelScope, where: str
+    ) -> None:
+        """Send PING every ``heartbeat_ivl``; drop a peer silent for ``heartbeat_timeout``."""
+        ivl = self.options["heartbeat_ivl"]
+        timeout = self.options["heartbeat_timeout"] or ivl
+        ttl = self.options["heartbeat_ttl"] or 0.0
+        while True:
+            await trio.sleep(ivl)
+            silent = trio.current_time() - last_heard[0]
+            if silent > timeout:
+                log.warning("%s: heartbeat timeout, silent for %.3fs", where, silent)
+                done.cancel()
+                return
+            peer.out_pipe.put(Ping(ttl, b""))
+
+    # -- inproc ---------------------------------------------------------------------------
+    def bind_inproc(self, endpoint: Endpoint) -> str:
+        """Register an inproc name and take over the connects that waited for it."""
+        name = endpoint.path or ""
+        waiting = registry().bind(name, self)
+        key = str(endpoint)
+        self.listeners[key] = (None, None)
+        for engine, peer in waiting:
+            self.link_inproc(engine, peer, key)
+        return key
+
+    def connect_inproc(self, endpoint: Endpoint) -> None:
+        """Create the link's pipes now; hand them to the binder now or when it binds."""
+        name = endpoint.path or ""
+        key = str(endpoint)
+        out_hwm, in_hwm = self.options["sndhwm"], self.options["rcvhwm"]
+        # libzmq sizes an inproc pipe by both ends' marks; the binder's are unknown yet
+        hwm = out_hwm + in_hwm if out_hwm and in_hwm else 0
+        peer = self.new_peer(key, "inproc", Pipe(hwm), Pipe(hwm))
+        self.connecters[key] = (peer, None)
+        self.attach(peer)
+        binder = registry().bound.get(name)
+        if binder is None:
+            registry().wait(name, self, peer)
+        else:
+            binder.link_inproc(self, peer, key)
+
+    def link_inproc(self, connector: SocketEngine, their_peer: Peer, endpoint: str) -> None:
+        """Join a connecting socket's peer to a new peer of ours over the same pipes."""
+        if not is_compatible(self.socket_type, connector.socket_type):
+            log.warning(
+                "%s: refused inproc peer: %s cannot talk to %s",
+                endpoint,
+                connector.socket_type,
+                self.socket_type,
+            )
+            connector.unlink_inproc(their_peer)
+            return
+        ours = self.new_peer(endpoint, "inproc", their_peer.in_pipe, their_peer.out_pipe)
+        ours.peer_type, ours.identity = connector.socket_type, connector.identity
+        their_peer.peer_type, their_peer.identity = self.socket_type, self.identity
+        if not self.attach(ours):
+            log.warning("%s: refused: a %s socket takes one peer only", endpoint, self.socket_type)
+            connector.unlink_inproc(their_peer)
+            return
+        ours.on_gone = lambda: connector.unlink_inproc(their_peer)
+        their_peer.on_gone = lambda: self.unlink_inproc(ours)
+        for engine, peer in ((self, ours), (connector, their_peer)):
+            peer.connected = True
+            engine.peers.add(peer)
+        self.strategy.connected(ours)
+        connector.strategy.connected(their_peer)
+        for engine, peer in ((self, ours), (connector, their_peer)):
+            engine.wake_senders()
+            if peer.in_pipe and peer.in_pipe.on_readable is not None:
+                peer.in_pipe.on_readable()
+
+    def unlink_inproc(self, peer: Peer) -> None:
+        """Our inproc peer's other end went away (or we leave): drop the link."""
+        if peer.gone:
+            return
+        peer.connected = False
+        on_gone, peer.on_gone = peer.on_gone, None
+        self.detach(peer)
+        for key, (p, _scope) in list(self.connecters.items()):
+            if p is peer:
+                del self.connecters[key]
+        if on_gone is not None:
+            on_gone()
+
+    # -- close ----------------------------------------------------------------------------
+    def all_flushed(self) -> bool:
+        """Every peer's outgoing queue is written out."""
+        return all(peer.flushed for peer in self.peers if not peer.gone or peer.writing)
+
+    async def close(self, linger: float | None) -> None:
+        """Unbind everything, flush for ``linger`` seconds, then cancel every task."""
+        self.closing = True
+        for endpoint in list(self.listeners):
+            try:
+                await self.unbind(endpoint)
+            except OSError as exc:  # pragma: no cover - unbinding our own listener
+                log.debug("%s: unbind on close failed: %s", endpoint, exc)
+        if linger is None or linger > 0:
+            with trio.move_on_after(math.inf if linger is None else linger):
+                while not self.all_flushed():
+                    await self.flush_lot.park()
+        registry().forget(self)
+        for peer in list(self.peers):
+            if peer.kind == "inproc":
+                self.unlink_inproc(peer)
+        self.nursery.cancel_scope.cancel()

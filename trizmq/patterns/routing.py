@@ -1,0 +1,124 @@
+"""Peer rotation: which peer a socket writes to or reads from next.
+
+One job: pick peers in turn, so outgoing messages are load-balanced (libzmq's
+``lb_t``: PUSH, DEALER, REQ) and incoming messages are fair-queued (``fq_t``: PULL,
+SUB, DEALER, ...). The routing decision is the same in both directions: the next
+peer, after the one chosen last, that can take part right now.
+
+Strategy: a plain list of peers plus a cursor (the index of the next candidate)
+and a set for membership. Readiness is never stored: the caller passes a predicate
+(``pipe not full``, ``pipe has data``) that is evaluated on the fly, so there is no
+active/passive bookkeeping to keep in step with the pipes. The common case, the
+peer under the cursor is ready, costs one list index and one call. New peers join
+at the end of the list; removing a peer keeps the cursor on the peer that followed
+it, so nobody's turn is skipped or repeated. Synchronous, no I/O, no allocation
+per pick. Peers must be hashable (identity hashing is fine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+__all__ = ["FairQueue", "RoundRobin"]
+
+T = TypeVar("T")
+
+
+class _Rotation(Generic[T]):
+    """Peers in a fixed order with a cursor: the shared core of both directions."""
+
+    __slots__ = ("_current", "_members", "_peers")
+
+    def __init__(self) -> None:
+        self._peers: list[T] = []
+        self._members: set[T] = set()
+        #: index in ``_peers`` of the next candidate; 0 when there are no peers
+        self._current = 0
+
+    def add(self, peer: T) -> None:
+        """Append ``peer`` at the end of the rotation; adding it twice is a no-op."""
+        if peer in self._members:
+            return
+        self._members.add(peer)
+        self._peers.append(peer)
+
+    def remove(self, peer: T) -> None:
+        """Drop ``peer``; no-op if absent. The peer after it keeps its turn."""
+        members = self._members
+        if peer not in members:
+            return
+        members.discard(peer)
+        peers = self._peers
+        index = peers.index(peer)
+        del peers[index]
+        current = self._current
+        if index < current:
+            current -= 1
+        # index == current: the follower slid into the cursor's slot
+        if current >= len(peers):
+            current = 0
+        self._current = current
+
+    def clear(self) -> None:
+        """Forget every peer."""
+        self._peers.clear()
+        self._members.clear()
+        self._current = 0
+
+    def next_peer(self, ready: Callable[[T], bool]) -> T | None:
+        """The next peer, after the last one chosen, for which ``ready(peer)`` is true.
+
+        The cursor moves past the peer returned. None when no peer is ready (the
+        cursor does not move). ``ready`` must not add or remove peers.
+        """
+        peers = self._peers
+        count = len(peers)
+        if not count:
+            return None
+        start = index = self._current
+        while True:
+            peer = peers[index]
+            index += 1
+            if index == count:
+                index = 0
+            if ready(peer):
+                self._current = index
+                return peer
+            if index == start:
+                return None
+
+    def __len__(self) -> int:
+        return len(self._peers)
+
+    def __contains__(self, peer: object) -> bool:
+        return peer in self._members
+
+    def __iter__(self) -> Iterator[T]:
+        """The peers in rotation order, starting at index 0 (not at the cursor)."""
+        return iter(self._peers)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {len(self._peers)} peers, next={self._current}>"
+
+
+class RoundRobin(_Rotation[T]):
+    """Outgoing load balancing over peers (PUSH, DEALER, REQ): each message goes to
+    the next peer that can take it.
+
+    Typical call: ``rr.next_peer(lambda p: not p.out_pipe.full)``; None means no
+    peer can take a message and the sender waits (30/PIPELINE).
+    """
+
+    __slots__ = ()
+
+
+class FairQueue(_Rotation[T]):
+    """Incoming fair-queuing (PULL, SUB, DEALER...): read from peers in turn so no
+    peer starves the others.
+
+    Typical call: ``fq.next_peer(lambda p: bool(p.in_pipe))``; None means nothing
+    is waiting on any peer.
+    """
+
+    __slots__ = ()

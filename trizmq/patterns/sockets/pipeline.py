@@ -1,0 +1,51 @@
+"""PUSH and PULL (30/PIPELINE).
+
+PUSH round-robins each message to the next peer whose pipe is under its
+high-water mark and waits when none is; it never receives. PULL fair-queues over
+its peers and never sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..routing import RoundRobin
+from .base import SocketStrategy, can_take
+
+__all__ = ["PullStrategy", "PushStrategy"]
+
+
+class PushStrategy(SocketStrategy):
+    """Round-robin out."""
+
+    socket_type = "PUSH"
+    can_send = True
+    can_recv = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbound: RoundRobin[Any] = RoundRobin()
+
+    def attach(self, peer: Any) -> bool:
+        self.outbound.add(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        self.outbound.remove(peer)
+        super().detach(peer)
+
+    def send(self, msg: list[bytes]) -> bool:
+        peer = self.outbound.next_peer(can_take)
+        if peer is None:
+            return False
+        peer.out_pipe.put(msg)
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        raise NotImplementedError
+
+
+class PullStrategy(SocketStrategy):
+    """Fair-queue in."""
+
+    socket_type = "PULL"

@@ -1,0 +1,223 @@
+"""PUB, SUB, XPUB and XSUB (29/PUBSUB, ZMTP 3.1 SUBSCRIBE/CANCEL).
+
+Rules:
+
+* Filtering happens on the publisher side for tcp, ipc and inproc: PUB/XPUB send a
+  message only to peers with a subscription that prefixes its first frame, and drop
+  it (never block) for a peer whose pipe is full. SUB/XSUB filter again on reading,
+  so a publisher that does not filter still gives the right answer.
+* Subscriber side: subscriptions are counted (n subscribes need n cancels). Like
+  libzmq, every subscribe goes upstream and a cancel goes only when the count falls
+  to zero. The whole set is replayed on every (re)connection.
+* Publisher side: per peer a subscription is a set (libzmq's mtrie), so repeated
+  subscribes from one peer are harmless; totals across peers decide what an XPUB
+  reports: first subscribe and last cancel, or every subscribe with ``xpub_verbose``.
+* Both wire forms are accepted from every peer: SUBSCRIBE/CANCEL commands and
+  ``\\x01topic``/``\\x00topic`` messages. The codec picks the form that goes out
+  from the peer's ZMTP version (3.1 commands, 3.0 messages).
+* When a subscriber leaves, XPUB reports a synthetic cancel for each topic no
+  other peer still holds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from ...zmtp.events import Cancel, Subscribe
+from ..pubsub import parse_subscription_message
+from ..subscriptions import Distribution, SubscriptionTrie
+from .base import SocketStrategy
+
+__all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
+
+
+class PubStrategy(SocketStrategy):
+    """Fan-out to matching subscribers; drop for a full one."""
+
+    socket_type = "PUB"
+    can_send = True
+    can_recv = False
+    eager = True
+    wants_commands = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subscribers: Distribution[Any] = Distribution()
+        self.dropped = 0
+
+    def attach(self, peer: Any) -> bool:
+        self.subscribers.add_peer(peer)
+        super().attach(peer)
+        if peer.in_pipe:
+            self.incoming(peer)
+        return True
+
+    def detach(self, peer: Any) -> None:
+        self.inbound.remove(peer)
+        self.vanished(self.subscribers.remove_peer(peer))
+
+    def disconnected(self, peer: Any) -> None:
+        # the subscriber resends its whole set when it reconnects
+        self.vanished(self.subscribers.clear_peer(peer))
+
+    def send(self, msg: list[bytes]) -> bool:
+        for peer in self.subscribers.matching(msg[0]):
+            pipe = peer.out_pipe
+            if pipe.full:
+                self.dropped += 1
+            else:
+                pipe.put(msg)
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        raise NotImplementedError
+
+    def incoming(self, peer: Any) -> None:
+        pipe = peer.in_pipe
+        while pipe:
+            item = pipe.popleft()
+            cls = item.__class__
+            if cls is Subscribe:
+                self.subscribed(peer, item.topic, True)
+            elif cls is Cancel:
+                self.subscribed(peer, item.topic, False)
+            elif cls is list and item:
+                parsed = parse_subscription_message(item[0]) if len(item) == 1 else None
+                if parsed is None:
+                    self.message(peer, item)
+                else:
+                    self.subscribed(peer, parsed[1], parsed[0])
+
+    def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
+        """Apply one subscription change from ``peer``."""
+        if peer not in self.subscribers:
+            return
+        if on:
+            self.subscribers.subscribe(peer, topic)
+        else:
+            self.subscribers.unsubscribe(peer, topic)
+
+    def message(self, peer: Any, msg: list[bytes]) -> None:
+        """A non-subscription message from a subscriber: PUB ignores it."""
+
+    def vanished(self, topics: list[bytes]) -> None:
+        """Topics no peer holds any more."""
+
+    def statistics(self) -> dict[str, int]:
+        return {"peers": len(self.subscribers), "dropped": self.dropped}
+
+
+class XPubStrategy(PubStrategy):
+    """PUB that hands subscriptions (and other peer messages) to the application."""
+
+    socket_type = "XPUB"
+    can_recv = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.verbose = bool(self.options.get("xpub_verbose", False))
+        self.pending: deque[list[bytes]] = deque()
+
+    def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
+        if peer not in self.subscribers:
+            return
+        if on:
+            first = self.subscribers.subscribe(peer, topic)
+            if first or self.verbose:
+                self.notify([b"\x01" + topic])
+        elif self.subscribers.unsubscribe(peer, topic):
+            self.notify([b"\x00" + topic])
+
+    def message(self, peer: Any, msg: list[bytes]) -> None:
+        self.notify(msg)
+
+    def vanished(self, topics: list[bytes]) -> None:
+        for topic in topics:
+            self.notify([b"\x00" + topic])
+
+    def notify(self, msg: list[bytes]) -> None:
+        """Queue a message for the application and wake a receiver."""
+        was_empty = not self.pending
+        self.pending.append(msg)
+        if was_empty:
+            self.readable()
+
+    def recv(self) -> list[bytes] | None:
+        if self.pending:
+            return self.pending.popleft()
+        return None
+
+
+class XSubStrategy(SocketStrategy):
+    """Fair-queued input filtered by subscriptions; subscriptions sent as messages."""
+
+    socket_type = "XSUB"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subscriptions = SubscriptionTrie()
+        self.peers: list[Any] = []
+
+    def attach(self, peer: Any) -> bool:
+        self.peers.append(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+        super().detach(peer)
+
+    def connected(self, peer: Any) -> None:
+        for topic in self.subscriptions:
+            peer.out_pipe.put(Subscribe(topic))
+
+    def disconnected(self, peer: Any) -> None:
+        # drop queued commands: the whole set is replayed on reconnect
+        pipe = peer.out_pipe
+        kept = [item for item in pipe.drain() if item.__class__ is list]
+        pipe.extend(kept)
+
+    def subscribe(self, topic: bytes) -> None:
+        """Add one (counted) subscription and tell every connected peer."""
+        self.subscriptions.add(topic)
+        self.upstream(Subscribe(topic))
+
+    def unsubscribe(self, topic: bytes) -> None:
+        """Remove one count; tell the peers when it was the last."""
+        if self.subscriptions.remove(topic):
+            self.upstream(Cancel(topic))
+
+    def upstream(self, command: Any) -> None:
+        """Send a subscription command to every connected peer (never dropped)."""
+        for peer in self.peers:
+            if peer.connected:
+                peer.out_pipe.put(command)
+
+    def send(self, msg: list[bytes]) -> bool:
+        parsed = parse_subscription_message(msg[0]) if len(msg) == 1 else None
+        if parsed is not None:
+            if parsed[0]:
+                self.subscribe(parsed[1])
+            else:
+                self.unsubscribe(parsed[1])
+            return True
+        # other messages go upstream to every peer that can take them (never block)
+        for peer in self.peers:
+            if peer.connected and not peer.out_pipe.full:
+                peer.out_pipe.put(msg)
+        return True
+
+    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        return self.subscriptions.matches(msg[0])
+
+
+class SubStrategy(XSubStrategy):
+    """XSUB whose subscriptions come from ``subscribe()``; it cannot send messages."""
+
+    socket_type = "SUB"
+    can_send = False
+
+    def send(self, msg: list[bytes]) -> bool:
+        raise NotImplementedError

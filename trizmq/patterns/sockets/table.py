@@ -1,0 +1,23 @@
+"""One table from socket type to its routing strategy."""
+
+from __future__ import annotations
+
+from .base import SocketStrategy
+from .pair import PairStrategy
+from .pipeline import PullStrategy, PushStrategy
+from .pubsub import PubStrategy, SubStrategy, XPubStrategy, XSubStrategy
+
+__all__ = ["STRATEGIES"]
+
+STRATEGIES: dict[str, type[SocketStrategy]] = {
+    cls.socket_type: cls
+    for cls in (
+        PairStrategy,
+        PushStrategy,
+        PullStrategy,
+        PubStrategy,
+        SubStrategy,
+        XPubStrategy,
+        XSubStrategy,
+    )
+}

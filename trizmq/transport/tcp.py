@@ -1,0 +1,166 @@
+"""The tcp:// transport: bind a listening TCP socket or connect one, as trio byte streams."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import trio
+
+from .._endpoint import Endpoint
+from .._errors import EndpointError
+
+__all__ = [
+    "DEFAULT_BACKLOG",
+    "TCPListener",
+    "connect_tcp",
+    "format_sockaddr",
+    "listen_tcp",
+    "rename_oserror",
+]
+
+# libzmq's ZMQ_BACKLOG default is 100; a little more costs nothing.
+DEFAULT_BACKLOG = 128
+
+
+def format_sockaddr(sockaddr: Any) -> str:
+    """Render an AF_INET/AF_INET6 socket address as ``host:port`` / ``[host]:port``."""
+    host, port = sockaddr[0], sockaddr[1]
+    if ":" in host:
+        return f"[{host}]:{port}"
+    return f"{host}:{port}"
+
+
+class TCPListener:
+    """A bound, listening TCP socket; :meth:`accept` yields one stream per peer."""
+
+    endpoint: str
+
+    def __init__(self, listener: trio.SocketListener, endpoint: str) -> None:
+        self._listener = listener
+        self.endpoint = endpoint
+
+    @property
+    def socket(self) -> trio.socket.SocketType:
+        """The underlying trio socket (for options and tests)."""
+        return self._listener.socket
+
+    async def accept(self) -> tuple[trio.SocketStream, str]:
+        """Wait for a peer; return its stream and its address as ``host:port``."""
+        stream = await self._listener.accept()
+        try:
+            peer = format_sockaddr(stream.socket.getpeername())
+        except OSError:
+            # The peer may already have reset the connection; the stream itself will
+            # report that on first use, so a missing address is not worth failing for.
+            peer = ""
+        return stream, peer
+
+    async def aclose(self) -> None:
+        """Stop listening; safe to call more than once."""
+        await self._listener.aclose()
+
+    async def __aenter__(self) -> TCPListener:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<TCPListener {self.endpoint}>"
+
+
+async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> TCPListener:
+    """Bind and listen on *endpoint* (``tcp://host:port``).
+
+    ``*`` binds 0.0.0.0 (IPv4 only, as libzmq without ZMQ_IPV6); a host name binds the
+    first address it resolves to, so that the bound endpoint is a single address.
+    Raises :class:`EndpointError` if the host does not resolve, ``OSError`` (with the
+    endpoint in the message) if the bind fails.
+    """
+    if endpoint.transport != "tcp" or endpoint.host is None or endpoint.port is None:
+        raise EndpointError(f"endpoint {str(endpoint)!r} is not a tcp endpoint")
+    host = "0.0.0.0" if endpoint.host == "*" else endpoint.host
+    try:
+        infos = await trio.socket.getaddrinfo(
+            host, endpoint.port, type=trio.socket.SOCK_STREAM, flags=trio.socket.AI_PASSIVE
+        )
+    except trio.socket.gaierror as exc:
+        raise EndpointError(
+            f"cannot bind {endpoint}: host {endpoint.host!r} does not resolve ({exc.strerror})"
+        ) from exc
+    if not infos:
+        raise EndpointError(f"cannot bind {endpoint}: host {endpoint.host!r} has no address")
+    family, type_, proto, _, sockaddr = infos[0]
+
+    sock = trio.socket.socket(family, type_, proto)
+    try:
+        # Same choices as trio.open_tcp_listeners: rebinding a port with connections in
+        # TIME_WAIT must work (a restarted server), and an IPv6 bind must not silently
+        # grab the IPv4 port too.
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+        if family == trio.socket.AF_INET6:
+            sock.setsockopt(trio.socket.IPPROTO_IPV6, trio.socket.IPV6_V6ONLY, 1)
+        await sock.bind(sockaddr)
+        sock.listen(backlog)
+        bound = format_sockaddr(sock.getsockname())
+    except OSError as exc:
+        sock.close()
+        raise rename_oserror(exc, f"cannot bind {endpoint}") from exc
+    except BaseException:
+        sock.close()
+        raise
+    return TCPListener(trio.SocketListener(sock), f"tcp://{bound}")
+
+
+async def connect_tcp(endpoint: Endpoint) -> trio.SocketStream:
+    """Connect to *endpoint*; any failure (refused, unreachable, unresolvable) is ``OSError``."""
+    if endpoint.transport != "tcp" or endpoint.host is None or endpoint.port is None:
+        raise EndpointError(f"endpoint {str(endpoint)!r} is not a tcp endpoint")
+    try:
+        return await trio.open_tcp_stream(endpoint.host, endpoint.port)
+    except OSError as exc:
+        raise rename_oserror(exc, f"cannot connect to {endpoint}") from exc
+
+
+def rename_oserror(exc: OSError, what: str) -> OSError:
+    """A new ``OSError`` saying *what* failed, keeping the errno (hence the subclass).
+
+    trio's happy-eyeballs connect raises a bare ``OSError`` without errno and hides the
+    per-address errors in ``__cause__``; when they agree on one errno we surface it, so
+    callers can still tell "refused" from other failures.
+    """
+    errno = exc.errno
+    detail = exc.strerror or str(exc)
+    if errno is None:
+        causes = _nested_oserrors(exc.__cause__)
+        errnos = {e.errno for e in causes}
+        if len(errnos) == 1 and None not in errnos:
+            errno = causes[0].errno
+            detail = causes[0].strerror or str(causes[0])
+    message = f"{what}: {detail}"
+    if isinstance(exc, trio.socket.gaierror):
+        return trio.socket.gaierror(errno, message)
+    if errno is None:
+        return OSError(message)
+    return OSError(errno, message)
+
+
+def _nested_oserrors(exc: BaseException | None) -> Sequence[OSError]:
+    if isinstance(exc, OSError):
+        return [exc]
+    # Duck-typed so Python 3.10 (no builtin BaseExceptionGroup) needs no backport import.
+    subs = getattr(exc, "exceptions", None)
+    if not isinstance(subs, tuple):
+        return []
+    found: list[OSError] = []
+    for sub in subs:
+        if isinstance(sub, BaseException):
+            found.extend(_nested_oserrors(sub))
+    return found

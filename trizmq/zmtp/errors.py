@@ -1,0 +1,27 @@
+"""The one exception of the protocol core: :class:`ProtocolError`.
+
+Rule: a ``ProtocolError`` is always a *remote* error. The peer broke ZMTP (or sent
+something we refuse, such as an old protocol version or an incompatible socket
+type); the connection that raised it is dead and must be closed. Local misuse of
+the API raises ``ValueError``/``TypeError`` or :class:`trizmq._errors.StateError`
+instead, never ``ProtocolError``.
+"""
+
+from __future__ import annotations
+
+from .._errors import ZMQError
+
+__all__ = ["ProtocolError"]
+
+
+class ProtocolError(ZMQError):
+    """The peer violated the protocol; :attr:`reason` says how (it is also ``str(exc)``)."""
+
+    reason: str
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason

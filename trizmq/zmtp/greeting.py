@@ -1,0 +1,100 @@
+"""The 64-byte ZMTP 3 greeting: building ours and judging the peer's.
+
+Layout: ``FF | padding (8) | 7F | major | minor | mechanism (20, NUL-padded) |
+as-server | filler (31)``.
+
+Rules (37/ZMTP-3.1 §Version Negotiation, libzmq-wire-notes §1):
+
+* We send all 64 bytes at once; the padding is ``00..01`` like libzmq without a
+  routing id (a ZMTP 1.0 reader would see an empty identity frame).
+* The peer's greeting is checked as soon as each deciding byte arrives
+  (:func:`check_greeting_prefix`), so a ZMTP 1.0/2.0 peer that sends a short legacy
+  greeting and waits is refused at once rather than waited on forever.
+* Byte 0 must be ``FF`` and byte 9 must have bit 0 set (else it is an unversioned
+  ZMTP 1.0 peer); the padding is never validated. A major version below 3 is refused
+  (:data:`LEGACY_VERSIONS` names it); major 3 minor 0 is ZMTP 3.0; anything higher
+  is accepted and spoken to as 3.1.
+* The mechanism must equal ours exactly, NUL padding included. The as-server byte
+  is recorded but never validated (libzmq always sends 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+from .errors import ProtocolError
+
+__all__ = [
+    "GREETING_SIZE",
+    "LEGACY_VERSIONS",
+    "Greeting",
+    "build_greeting",
+    "check_greeting_prefix",
+    "parse_greeting",
+]
+
+GREETING_SIZE = 64
+_SIGNATURE = b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f"
+_VERSION = b"\x03\x01"
+_MECHANISM_SIZE = 20
+_FILLER = bytes(31)
+
+#: major versions we refuse, with the protocol they belong to
+LEGACY_VERSIONS: Mapping[int, str] = MappingProxyType({0: "ZMTP 1.0", 1: "ZMTP 2.0", 2: "ZMTP 2.x"})
+
+
+@attrs.frozen(slots=True)
+class Greeting:
+    """What the peer's greeting announced."""
+
+    version: tuple[int, int]
+    mechanism: bytes
+    as_server: bool
+
+
+def _mechanism_field(name: bytes) -> bytes:
+    if not 1 <= len(name) <= _MECHANISM_SIZE:
+        raise ValueError(f"mechanism name must be 1-{_MECHANISM_SIZE} bytes: {name!r}")
+    return name.ljust(_MECHANISM_SIZE, b"\x00")
+
+
+def build_greeting(mechanism: bytes, as_server: bool) -> bytes:
+    """Our whole greeting, announcing ZMTP 3.1."""
+    return (
+        _SIGNATURE
+        + _VERSION
+        + _mechanism_field(mechanism)
+        + (b"\x01" if as_server else b"\x00")
+        + _FILLER
+    )
+
+
+def check_greeting_prefix(data: bytes | bytearray) -> None:
+    """Refuse a peer as soon as the bytes received so far (``data``) prove it unusable."""
+    n = len(data)
+    if n >= 1 and data[0] != 0xFF:
+        raise ProtocolError("not a ZMTP 3 peer: unversioned greeting (ZMTP 1.0)")
+    if n >= 10 and not data[9] & 0x01:
+        raise ProtocolError("not a ZMTP 3 peer: unversioned greeting (ZMTP 1.0)")
+    if n >= 11 and data[10] < 3:
+        legacy = LEGACY_VERSIONS[data[10]]
+        raise ProtocolError(f"peer speaks {legacy}; only ZMTP 3.0 and later are supported")
+
+
+def _mechanism_name(field: bytes) -> str:
+    return field.rstrip(b"\x00").decode("ascii", "replace") or "<empty>"
+
+
+def parse_greeting(data: bytes, mechanism: bytes) -> Greeting:
+    """Judge the peer's 64-byte greeting ``data`` against our ``mechanism`` name."""
+    check_greeting_prefix(data)
+    field = data[12:32]
+    if field != _mechanism_field(mechanism):
+        raise ProtocolError(
+            f"security mechanism mismatch: peer uses {_mechanism_name(field)}, "
+            f"we use {_mechanism_name(mechanism)}"
+        )
+    return Greeting((data[10], data[11]), bytes(field.rstrip(b"\x00")), bool(data[32]))

@@ -1,0 +1,117 @@
+"""The security-mechanism plug-in interface that NULL, PLAIN and CURVE implement.
+
+A :class:`Mechanism` owns the handshake between the greeting and the first
+traffic; the :class:`~trizmq.zmtp.connection.Connection` owns everything else
+(framing, the ERROR command, the socket-type check, traffic commands). Contract:
+
+1. After the peer's greeting is accepted the Connection sets :attr:`peer_version`
+   and calls :meth:`Mechanism.start` with our metadata, already in wire order
+   (Socket-Type, Identity when sent, ``X-`` properties); the returned commands go
+   out at once.
+2. Every command frame that arrives before :attr:`complete` is passed to
+   :meth:`Mechanism.on_command`, except ERROR, which the Connection handles itself
+   (it is fatal for every mechanism). The mechanism raises :class:`ProtocolError`
+   for anything it refuses and returns the commands to send in reply.
+3. Once :attr:`complete` is true, :attr:`peer_metadata` must hold the peer's
+   properties; the Connection checks them and reports ``HandshakeComplete``. From
+   then on a command named in :attr:`handshake_commands` is a protocol error.
+
+Encryption seam (CURVE): a mechanism with ``encrypts = True`` wraps every frame
+after the handshake. The Connection then sends ``encode_frame(flags, body)`` (the
+complete outer wire bytes) instead of plain frames, and unwraps every received
+frame with ``decode_frame(body)`` before interpreting it. Flags on both sides of
+this seam are ZMTP bits (:data:`~trizmq.zmtp.frames.MORE`,
+:data:`~trizmq.zmtp.frames.COMMAND`); translating them to a box's own bit layout is
+the mechanism's job. With ``encrypts = False`` (NULL, PLAIN) the Connection never
+calls these hooks: it picks its plain encode/decode path once, at handshake end.
+``overhead`` is how many bytes wrapping adds to a frame body, so ``maxmsgsize`` can
+be checked on the outer header before any of the body is buffered.
+
+ZAP seam (PLAIN/CURVE servers): a mechanism that needs an authentication round
+trip sets :attr:`pending_zap` to a :class:`ZapRequest` inside ``on_command``. The
+Connection then stops interpreting input (bytes are kept buffered) until the
+driver, which owns the I/O and the ZAP socket, answers through
+``Connection.zap_reply(ZapReply(...))``; that calls :meth:`on_zap_reply`, which
+clears :attr:`pending_zap` and returns the commands to send (READY, or ERROR with
+the status code as reason on a rejection). No mechanism implements it yet.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import ClassVar, TypeAlias
+
+import attrs
+
+__all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest"]
+
+#: a command as mechanisms see it: (name, data after the name)
+Command: TypeAlias = tuple[bytes, bytes]
+
+
+@attrs.frozen(slots=True)
+class ZapRequest:
+    """What a server mechanism needs authenticated (27/ZAP).
+
+    The driver adds what only it knows (domain, peer address, routing id, request
+    id) when it turns this into a ZAP request.
+    """
+
+    mechanism: bytes
+    credentials: tuple[bytes, ...]
+
+
+@attrs.frozen(slots=True)
+class ZapReply:
+    """The ZAP handler's answer, handed back to the mechanism."""
+
+    status_code: str
+    status_text: str = ""
+    user_id: bytes = b""
+    metadata: dict[str, bytes] = attrs.field(factory=dict)
+
+
+class Mechanism(abc.ABC):
+    """One side of one connection's security handshake (a fresh instance per connection)."""
+
+    #: the name announced in the greeting (e.g. b"NULL"), at most 20 bytes
+    name: ClassVar[bytes]
+    #: commands that belong to the handshake and are errors after it
+    handshake_commands: ClassVar[frozenset[bytes]]
+    #: True when every frame after the handshake is wrapped (CURVE's MESSAGE)
+    encrypts: ClassVar[bool] = False
+    #: bytes wrapping adds to a frame body (for the early ``maxmsgsize`` check)
+    overhead: ClassVar[int] = 0
+
+    def __init__(self, *, as_server: bool = False) -> None:
+        #: our role, from local configuration (sent in the greeting's as-server byte)
+        self.as_server = as_server
+        #: True once the handshake is done on our side
+        self.complete = False
+        #: the peer's properties, valid once :attr:`complete`
+        self.peer_metadata: dict[str, bytes] = {}
+        #: set by the Connection before :meth:`start`
+        self.peer_version: tuple[int, int] = (0, 0)
+        #: an authentication request the driver must answer (ZAP seam)
+        self.pending_zap: ZapRequest | None = None
+
+    @abc.abstractmethod
+    def start(self, local_metadata: Mapping[str, bytes]) -> list[Command]:
+        """Commands to send right after the greeting exchange."""
+
+    @abc.abstractmethod
+    def on_command(self, name: bytes, body: bytes) -> list[Command]:
+        """Take one handshake command; return replies; raise ProtocolError to refuse."""
+
+    def on_zap_reply(self, reply: ZapReply) -> list[Command]:
+        """Take the ZAP handler's answer to :attr:`pending_zap`; return commands to send."""
+        raise NotImplementedError(f"{type(self).__name__} does not use ZAP")
+
+    def encode_frame(self, flags: int, body: bytes | bytearray | memoryview) -> bytes:
+        """The wrapped wire form of one frame (only called when :attr:`encrypts`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not wrap frames")
+
+    def decode_frame(self, body: bytes) -> tuple[int, bytes]:
+        """(inner flags, inner body) of one received frame (only when :attr:`encrypts`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not wrap frames")
