@@ -3,7 +3,9 @@
 One trio program: the ventilator PUSHes tasks, the workers PULL them, compute,
 and PUSH results to the sink, which PULLs and tallies them. One of the workers is
 libzmq itself (pyzmq, in a thread), to show that trizmq and libzmq share the wire.
-The program prints progress and a summary, and shuts down cleanly on Ctrl-C.
+The program prints progress and a summary, and shuts down cleanly on Ctrl-C or
+SIGTERM: a signal receiver cancels the whole run, every socket closes on the way
+out, and the program exits with status 0.
 
     python examples/pipeline.py [--tasks N] [--workers N]
 """
@@ -11,6 +13,7 @@ The program prints progress and a summary, and shuts down cleanly on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import signal
 import struct
 import threading
 import time
@@ -87,9 +90,8 @@ async def run_libzmq_worker(source: str, sink: str, stop: threading.Event) -> No
         stop.set()
 
 
-async def sink(endpoint: str, tasks: int, ready: trio.Event) -> Counter[str]:
-    """Collect every result; print progress every 10%."""
-    per_worker: Counter[str] = Counter()
+async def sink(endpoint: str, tasks: int, per_worker: Counter[str], ready: trio.Event) -> None:
+    """Collect every result into ``per_worker``; print progress every 10%."""
     async with trizmq.Pull(bind=endpoint) as pull:
         ready.set()
         step = max(tasks // 10, 1)
@@ -98,36 +100,51 @@ async def sink(endpoint: str, tasks: int, ready: trio.Event) -> Counter[str]:
             per_worker[worker.decode()] += 1
             if count % step == 0:
                 print(f"  sink: {count:>7} / {tasks} results")
-    return per_worker
 
 
 async def main(tasks: int, workers: int) -> None:
+    """Run the pipeline until it finishes or a SIGINT/SIGTERM arrives."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop_on_signal, nursery.cancel_scope)
+        await pipeline(tasks, workers)
+        nursery.cancel_scope.cancel()
+
+
+async def stop_on_signal(scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` at the first SIGINT or SIGTERM."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            print(f"{signal.Signals(signum).name}: shutting down")
+            scope.cancel()
+            return
+
+
+async def pipeline(tasks: int, workers: int) -> None:
+    """Sink, ventilator and workers; prints a summary however the run ends."""
     source = "tcp://127.0.0.1:5557"
     results = "tcp://127.0.0.1:5558"
     stop = threading.Event()
     per_worker: Counter[str] = Counter()
     started = time.perf_counter()
-
-    async def run_sink(ready: trio.Event) -> None:
-        per_worker.update(await sink(results, tasks, ready))
-
     try:
         async with trio.open_nursery() as nursery:
             sink_ready, vent_ready = trio.Event(), trio.Event()
-            nursery.start_soon(run_sink, sink_ready)
+            nursery.start_soon(sink, results, tasks, per_worker, sink_ready)
             await sink_ready.wait()
             nursery.start_soon(ventilator, source, tasks, workers + 1, vent_ready)
             await vent_ready.wait()
-            async with trio.open_nursery() as pool:
-                for i in range(workers):
-                    pool.start_soon(trio_worker, f"trizmq-{i}", source, results)
-                pool.start_soon(run_libzmq_worker, source, results, stop)
+            for i in range(workers):
+                nursery.start_soon(trio_worker, f"trizmq-{i}", source, results)
+            nursery.start_soon(run_libzmq_worker, source, results, stop)
     finally:
         stop.set()
-    elapsed = time.perf_counter() - started
-    print(f"done: {sum(per_worker.values())} results in {elapsed:.2f}s")
-    for worker, count in sorted(per_worker.items()):
-        print(f"  {worker:<10} {count:>7} tasks")
+        done = sum(per_worker.values())
+        elapsed = time.perf_counter() - started
+        print(
+            f"{'done' if done == tasks else 'stopped'}: {done} of {tasks} results in {elapsed:.2f}s"
+        )
+        for worker, count in sorted(per_worker.items()):
+            print(f"  {worker:<10} {count:>7} tasks")
 
 
 if __name__ == "__main__":
@@ -136,7 +153,4 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=3)
     args = parser.parse_args()
     print(f"pipeline: {args.tasks} tasks, {args.workers} trizmq workers + 1 libzmq worker")
-    try:
-        trio.run(main, args.tasks, args.workers)
-    except KeyboardInterrupt:
-        print("interrupted: every socket closed cleanly")
+    trio.run(main, args.tasks, args.workers)

@@ -25,6 +25,9 @@ Rules:
   messages on with one wake-up; a full incoming pipe stops the reader, which
   pushes back through TCP.
 * Close: unbind, flush for ``linger`` seconds, then cancel everything.
+* The runtime's tasks are protected from ``KeyboardInterrupt``: trio delivers a
+  Ctrl-C to the program's main task instead, so it never tears through a socket's
+  nursery half-way through a write.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+from trio.lowlevel import enable_ki_protection
 
 from .. import transport
 from .._endpoint import Endpoint
@@ -207,6 +211,7 @@ class SocketEngine:
         await trio.lowlevel.checkpoint()
 
     # -- tcp / ipc actors --------------------------------------------------------------
+    @enable_ki_protection
     async def acceptor(
         self,
         listener: Any,
@@ -228,6 +233,7 @@ class SocketEngine:
                     continue
                 self.nursery.start_soon(self.accepted, stream, endpoint, address)
 
+    @enable_ki_protection
     async def accepted(self, stream: trio.abc.Stream, endpoint: str, address: str) -> None:
         """One accepted connection: a fresh peer that lives as long as the stream."""
         peer = self.new_peer(
@@ -242,6 +248,7 @@ class SocketEngine:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
+    @enable_ki_protection
     async def connecter(
         self,
         endpoint: Endpoint,
@@ -419,6 +426,7 @@ class SocketEngine:
         if batch:
             pipe.extend(batch)
 
+    @enable_ki_protection
     async def writer(
         self,
         stream: trio.abc.Stream,
@@ -454,6 +462,7 @@ class SocketEngine:
             peer.writing = False
             done.cancel()
 
+    @enable_ki_protection
     async def heartbeat(
         self, peer: Peer, last_heard: list[float], done: trio.CancelScope, where: str
     ) -> None:
