@@ -270,26 +270,32 @@ class Distribution(Generic[T]):
         if not isinstance(data, bytes):
             data = bytes(data[: lengths[-1]])
         size = len(data)
+        everybody = len(self._prefixes)
         found: list[T] | None = None
-        merged: set[T] | None = None
+        more: list[list[T]] | None = None
         for length in lengths:
             if length > size:
                 break
             peers = holders.get(data[:length])
             if peers is None:
                 continue
+            if len(peers) == everybody:
+                return peers[:]
             if found is None:
                 found = peers
-            elif merged is None:
-                merged = set(found)
-                merged.update(peers)
+            elif more is None:
+                more = [peers]
             else:
-                merged.update(peers)
-        if merged is not None:
-            return sorted(merged, key=self._rank.__getitem__)
-        if found is not None:
+                more.append(peers)
+        if found is None:
+            return []
+        if more is None:
             return found[:]
-        return []
+        # several prefixes matched: merge, then restore add_peer order
+        merged = set(found).union(*more)
+        if len(merged) * 2 < everybody:
+            return sorted(merged, key=self._rank.__getitem__)
+        return [peer for peer in self._prefixes if peer in merged]
 
     def count(self, prefix: bytes) -> int:
         """How many peers hold ``prefix``."""
