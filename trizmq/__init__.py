@@ -7,10 +7,14 @@ speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
 from ._errors import EndpointError, HostUnreachable, NotSupportedError, StateError, ZMQError
 from ._message import Message
 from ._socket import Socket
-from ._sockets import Pair, Pub, Pull, Push, Sub, XPub, XSub
+from ._sockets import Dealer, Pair, Pub, Pull, Push, Rep, Req, Router, Sub, XPub, XSub
 from .zmtp import ProtocolError
 
 __all__ = [
+    "Dealer",
+    "Rep",
+    "Req",
+    "Router",
     "EndpointError",
     "HostUnreachable",
     "Message",

@@ -134,6 +134,9 @@ OPTIONS: dict[str, OptionSpec] = {
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "xpub_verbose": OptionSpec(False, _flag, frozenset({"XPUB"})),
+    "probe_router": OptionSpec(False, _flag, frozenset({"ROUTER", "DEALER", "REQ"})),
+    "req_correlate": OptionSpec(False, _flag, frozenset({"REQ"})),
+    "req_relaxed": OptionSpec(False, _flag, frozenset({"REQ"})),
 }
 
 

@@ -1,4 +1,4 @@
-"""The socket classes of the first three families: PAIR, pipeline and pub-sub."""
+"""The socket classes: PAIR, pipeline, pub-sub and request-reply."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import trio
 from ._socket import Socket
 from .patterns.sockets import SubStrategy, XSubStrategy
 
-__all__ = ["Pair", "Pub", "Pull", "Push", "Sub", "XPub", "XSub"]
+__all__ = ["Dealer", "Pair", "Pub", "Pull", "Push", "Rep", "Req", "Router", "Sub", "XPub", "XSub"]
 
 
 def _topic(prefix: Any) -> bytes:
@@ -81,3 +81,27 @@ class Sub(XSub):
         super().__init__(**options)
         for topic in self._options["subscribe"]:
             self._strategy.subscribe(topic)
+
+
+class Req(Socket):
+    """REQ: lock-step requests to REP or ROUTER peers, round-robin (28/REQREP)."""
+
+    socket_type = "REQ"
+
+
+class Rep(Socket):
+    """REP: answer requests from REQ or DEALER peers, one at a time."""
+
+    socket_type = "REP"
+
+
+class Dealer(Socket):
+    """DEALER: asynchronous round-robin out and fair-queue in, no envelope change."""
+
+    socket_type = "DEALER"
+
+
+class Router(Socket):
+    """ROUTER: every message starts with the routing id of its peer."""
+
+    socket_type = "ROUTER"

@@ -114,6 +114,15 @@ class SocketEngine:
         self.peers: set[Peer] = set()
         self.flush_lot = trio.lowlevel.ParkingLot()
         self.closing = False
+        if hasattr(strategy, "kick"):
+            strategy.kick = self.kick
+
+    def kick(self, peer: Peer) -> None:
+        """Close one peer's connection (ROUTER handover), keeping the others."""
+        if peer.kind == "inproc":
+            self.unlink_inproc(peer)
+        elif peer.scope is not None:
+            peer.scope.cancel()
 
     # -- wiring ----------------------------------------------------------------------
     def new_peer(self, endpoint: str, kind: str, out_pipe: Pipe, in_pipe: Pipe) -> Peer:

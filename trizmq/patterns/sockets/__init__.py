@@ -4,10 +4,15 @@ from .base import SocketStrategy
 from .pair import PairStrategy
 from .pipeline import PullStrategy, PushStrategy
 from .pubsub import PubStrategy, SubStrategy, XPubStrategy, XSubStrategy
+from .reqrep import DealerStrategy, RepStrategy, ReqStrategy, RouterStrategy
 from .table import STRATEGIES
 
 __all__ = [
     "STRATEGIES",
+    "DealerStrategy",
+    "RepStrategy",
+    "ReqStrategy",
+    "RouterStrategy",
     "PairStrategy",
     "PubStrategy",
     "PullStrategy",

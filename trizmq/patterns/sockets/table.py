@@ -6,6 +6,7 @@ from .base import SocketStrategy
 from .pair import PairStrategy
 from .pipeline import PullStrategy, PushStrategy
 from .pubsub import PubStrategy, SubStrategy, XPubStrategy, XSubStrategy
+from .reqrep import DealerStrategy, RepStrategy, ReqStrategy, RouterStrategy
 
 __all__ = ["STRATEGIES"]
 
@@ -19,5 +20,9 @@ STRATEGIES: dict[str, type[SocketStrategy]] = {
         SubStrategy,
         XPubStrategy,
         XSubStrategy,
+        ReqStrategy,
+        RepStrategy,
+        DealerStrategy,
+        RouterStrategy,
     )
 }

@@ -1,0 +1,263 @@
+"""REQ, REP, DEALER and ROUTER (28/REQREP), with libzmq's options.
+
+Rules:
+
+* DEALER round-robins out over peers that can take a message (and waits when none
+  can) and fair-queues in; it never changes a message.
+* ROUTER prefixes each incoming message with the routing id of the peer it came
+  from, and routes each outgoing message by its first frame. A peer announces its
+  id in the Identity property; otherwise the ROUTER makes one as libzmq does
+  (``00`` + a 32-bit counter from a random start). An id already held by a live
+  peer leaves the newcomer unrouted (its messages are dropped) unless
+  ``router_handover`` is set, in which case the newcomer takes the id and the old
+  peer is disconnected. An unknown id is dropped silently, or raises
+  ``HostUnreachable`` with ``router_mandatory``; a full peer is dropped silently,
+  or makes the sender wait with ``router_mandatory``.
+* REQ prefixes the empty delimiter (and, with ``req_correlate``, a 4-byte request
+  id before it), round-robins requests, and alternates strictly: send, then
+  receive (``StateError`` otherwise). It accepts a reply only from the peer it
+  asked (and with the matching request id); anything else is dropped silently.
+  ``req_relaxed`` allows a new request while one is pending: the old reply will
+  then be ignored.
+* REP fair-queues requests, keeps the envelope (every frame up to and including
+  the empty delimiter) and puts it back on the reply, which goes to the peer the
+  request came from, or nowhere if that peer has gone or is full (REP never blocks).
+* ``probe_router`` (REQ, DEALER, ROUTER) sends an empty message on every new
+  connection.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from ..._errors import HostUnreachable, StateError
+from ..routing import RoundRobin
+from .base import SocketStrategy, can_take, has_data
+
+__all__ = ["DealerStrategy", "RepStrategy", "ReqStrategy", "RouterStrategy"]
+
+_REQUEST_ID = struct.Struct("!I")
+
+
+class DealerStrategy(SocketStrategy):
+    """Round-robin out, fair-queue in, no envelope change."""
+
+    socket_type = "DEALER"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbound: RoundRobin[Any] = RoundRobin()
+        self.probe = bool(self.options.get("probe_router", False))
+
+    def attach(self, peer: Any) -> bool:
+        self.outbound.add(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        self.outbound.remove(peer)
+        super().detach(peer)
+
+    def connected(self, peer: Any) -> None:
+        if self.probe:
+            peer.out_pipe.put([b""])
+
+    def send(self, msg: list[bytes]) -> bool:
+        peer = self.outbound.next_peer(can_take)
+        if peer is None:
+            return False
+        peer.out_pipe.put(msg)
+        return True
+
+
+class ReqStrategy(DealerStrategy):
+    """Lock-step requests with the empty delimiter."""
+
+    socket_type = "REQ"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.correlate = bool(self.options.get("req_correlate", False))
+        self.relaxed = bool(self.options.get("req_relaxed", False))
+        #: the peer the pending request went to; None when no reply is awaited
+        self.asked: Any = None
+        self.request_id = random.getrandbits(32)
+
+    def send(self, msg: list[bytes]) -> bool:
+        if self.asked is not None and not self.relaxed:
+            raise StateError("REQ must receive the reply before it sends another request")
+        peer = self.outbound.next_peer(can_take)
+        if peer is None:
+            return False
+        if self.correlate:
+            self.request_id = (self.request_id + 1) & 0xFFFFFFFF
+            peer.out_pipe.put([_REQUEST_ID.pack(self.request_id), b"", *msg])
+        else:
+            peer.out_pipe.put([b"", *msg])
+        self.asked = peer
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        if self.asked is None:
+            raise StateError("REQ must send a request before it receives")
+        while True:
+            peer = self.inbound.next_peer(has_data)
+            if peer is None:
+                return None
+            item = peer.in_pipe.popleft()
+            if peer.gone and not peer.in_pipe:
+                self.inbound.remove(peer)
+            if peer is not self.asked or item.__class__ is not list:
+                continue  # a reply from a peer we did not ask: drop it
+            body = self.unwrap(item)
+            if body is not None:
+                self.asked = None
+                return body
+
+    def unwrap(self, msg: list[bytes]) -> list[bytes] | None:
+        """The reply's body, or None for a malformed or stale reply."""
+        if self.correlate:
+            if len(msg) < 3 or msg[1] != b"" or msg[0] != _REQUEST_ID.pack(self.request_id):
+                return None
+            return msg[2:]
+        if len(msg) < 2 or msg[0] != b"":
+            return None
+        return msg[1:]
+
+
+class RepStrategy(SocketStrategy):
+    """Fair-queued requests; the reply goes back along the request's envelope."""
+
+    socket_type = "REP"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: (peer, envelope) of the request being answered; None when ready to receive
+        self.pending: tuple[Any, list[bytes]] | None = None
+
+    def recv(self) -> list[bytes] | None:
+        if self.pending is not None:
+            raise StateError("REP must send the reply before it receives another request")
+        while True:
+            peer = self.inbound.next_peer(has_data)
+            if peer is None:
+                return None
+            item = peer.in_pipe.popleft()
+            if peer.gone and not peer.in_pipe:
+                self.inbound.remove(peer)
+            if item.__class__ is not list:
+                continue
+            try:
+                split = item.index(b"") + 1
+            except ValueError:
+                continue  # no delimiter: not a request, drop it as libzmq does
+            if split == len(item):
+                continue
+            self.pending = (peer, item[:split])
+            return item[split:]  # type: ignore[no-any-return,unused-ignore]
+
+    def send(self, msg: list[bytes]) -> bool:
+        if self.pending is None:
+            raise StateError("REP must receive a request before it sends a reply")
+        peer, envelope = self.pending
+        self.pending = None
+        if not peer.gone and peer.attached and not peer.out_pipe.full:
+            peer.out_pipe.put([*envelope, *msg])
+        return True
+
+
+class RouterStrategy(SocketStrategy):
+    """Identity routing."""
+
+    socket_type = "ROUTER"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mandatory = bool(self.options.get("router_mandatory", False))
+        self.handover = bool(self.options.get("router_handover", False))
+        self.probe = bool(self.options.get("probe_router", False))
+        self.routes: dict[bytes, Any] = {}
+        self.next_id = random.getrandbits(32)
+        self.dropped = 0
+        #: set by the runtime: close one peer's connection (handover)
+        self.kick: Callable[[Any], None] = lambda peer: None
+
+    def generate_id(self) -> bytes:
+        """A fresh id like libzmq's: a zero byte and a 32-bit counter."""
+        while True:
+            self.next_id = (self.next_id + 1) & 0xFFFFFFFF
+            rid = b"\x00" + _REQUEST_ID.pack(self.next_id)
+            if rid not in self.routes:
+                return rid
+
+    def connected(self, peer: Any) -> None:
+        rid = peer.identity or b""
+        if rid:
+            holder = self.routes.get(rid)
+            if holder is not None and holder is not peer:
+                if not self.handover:
+                    peer.routing_id = None  # unrouted: libzmq's "anonymous" pipe
+                    return
+                holder.routing_id = None
+                self.kick(holder)
+        else:
+            rid = self.generate_id()
+        peer.routing_id = rid
+        self.routes[rid] = peer
+        if self.probe:
+            peer.out_pipe.put([b""])
+
+    def forget(self, peer: Any) -> None:
+        """Remove ``peer``'s route."""
+        rid = peer.routing_id
+        if rid is not None and self.routes.get(rid) is peer:
+            del self.routes[rid]
+
+    def disconnected(self, peer: Any) -> None:
+        self.forget(peer)
+        peer.routing_id = None
+
+    def detach(self, peer: Any) -> None:
+        self.forget(peer)
+        super().detach(peer)
+
+    def send(self, msg: list[bytes]) -> bool:
+        if len(msg) < 2:
+            # libzmq needs the routing id and at least one frame; a lone id goes nowhere
+            if self.mandatory:
+                raise HostUnreachable("a ROUTER message needs a routing id frame and a body")
+            return True
+        peer = self.routes.get(msg[0])
+        if peer is None:
+            if self.mandatory:
+                raise HostUnreachable(f"no peer with routing id {msg[0]!r}")
+            self.dropped += 1
+            return True
+        if peer.out_pipe.full:
+            if self.mandatory:
+                return False
+            self.dropped += 1
+            return True
+        peer.out_pipe.put(msg[1:])
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        while True:
+            peer = self.inbound.next_peer(has_data)
+            if peer is None:
+                return None
+            item = peer.in_pipe.popleft()
+            if peer.gone and not peer.in_pipe:
+                self.inbound.remove(peer)
+            rid = peer.routing_id
+            if rid is None or item.__class__ is not list:
+                continue
+            return [rid, *item]
+
+    def statistics(self) -> dict[str, int]:
+        return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}
