@@ -6,11 +6,37 @@ speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
 
 from ._errors import EndpointError, HostUnreachable, NotSupportedError, StateError, ZMQError
 from ._message import Message
+from ._monitor import (
+    Accepted,
+    BindFailed,
+    Closed,
+    ConnectDelayed,
+    Connected,
+    ConnectRetried,
+    Disconnected,
+    HandshakeFailed,
+    HandshakeSucceeded,
+    Listening,
+    Monitor,
+    MonitorEvent,
+)
 from ._socket import Socket
 from ._sockets import Dealer, Pair, Pub, Pull, Push, Rep, Req, Router, Sub, XPub, XSub
 from .zmtp import ProtocolError
 
 __all__ = [
+    "Accepted",
+    "BindFailed",
+    "Closed",
+    "ConnectDelayed",
+    "ConnectRetried",
+    "Connected",
+    "Disconnected",
+    "HandshakeFailed",
+    "HandshakeSucceeded",
+    "Listening",
+    "Monitor",
+    "MonitorEvent",
     "Dealer",
     "Rep",
     "Req",

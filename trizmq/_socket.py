@@ -25,6 +25,7 @@ import trio
 from ._endpoint import Endpoint, parse_endpoint
 from ._errors import NotSupportedError
 from ._message import Message
+from ._monitor import Monitor, MonitorEvent
 from ._options import validate_options
 from .nursery.engine import SocketEngine
 from .patterns.sockets import STRATEGIES, SocketStrategy
@@ -68,6 +69,7 @@ class Socket:
         self._closing = False
         self._closed_event: trio.Event | None = None
         self._ops = 0
+        self._monitors: list[Monitor] = []
         self._incoming: deque[bytes] = deque()
         self._outgoing: list[bytes] = []
 
@@ -89,6 +91,7 @@ class Socket:
             self._wake_receivers,
             self._wake_senders,
         )
+        self._engine.emit = self._emit
         try:
             for endpoint in self._options["bind"]:
                 await self._engine.bind(endpoint)
@@ -143,6 +146,8 @@ class Socket:
             self._closed = True
             self._recv_lot.unpark_all()
             self._send_lot.unpark_all()
+            for monitor in list(self._monitors):
+                monitor.close()
             self._closed_event.set()
 
     @property
@@ -177,6 +182,23 @@ class Socket:
     async def disconnect(self, endpoint: str) -> None:
         """Stop connecting to ``endpoint``, dropping its queued messages."""
         await self._require_engine().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
+
+    # -- monitoring -----------------------------------------------------------------------
+    def monitor(self, capacity: int = 1000) -> Monitor:
+        """Watch this socket's events: ``async with sock.monitor() as events: async for ...``.
+
+        See :mod:`trizmq._monitor` for the event types. The monitor ends when the
+        socket closes; it keeps at most ``capacity`` unread events.
+        """
+        if self._closing:
+            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+        monitor = Monitor(capacity, self._monitors.remove)
+        self._monitors.append(monitor)
+        return monitor
+
+    def _emit(self, event: MonitorEvent) -> None:
+        for monitor in self._monitors:
+            monitor.emit(event)
 
     # -- wake-ups ------------------------------------------------------------------------
     def _wake_receivers(self) -> None:

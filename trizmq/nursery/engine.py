@@ -42,6 +42,7 @@ from typing import Any
 import trio
 from trio.lowlevel import enable_ki_protection
 
+from .. import _monitor as monitor
 from .. import transport
 from .._endpoint import Endpoint
 from ..transport.inproc import registry
@@ -114,6 +115,8 @@ class SocketEngine:
         self.peers: set[Peer] = set()
         self.flush_lot = trio.lowlevel.ParkingLot()
         self.closing = False
+        #: where monitor events go (the socket fans them out to its monitors)
+        self.emit: Callable[[monitor.MonitorEvent], None] = lambda event: None
         if hasattr(strategy, "kick"):
             strategy.kick = self.kick
 
@@ -164,8 +167,13 @@ class SocketEngine:
             return self.bind_inproc(endpoint)
         if endpoint.transport not in ("tcp", "ipc"):
             raise OSError(f"{endpoint}: the {endpoint.transport} transport is not available yet")
-        listener = await transport.listen(endpoint)
+        try:
+            listener = await transport.listen(endpoint)
+        except (OSError, ValueError) as exc:
+            self.emit(monitor.BindFailed(str(endpoint), str(exc)))
+            raise
         resolved = listener.endpoint
+        self.emit(monitor.Listening(resolved))
         scope = await self.nursery.start(self.acceptor, listener, resolved)
         self.listeners[resolved] = (listener, scope)
         return resolved
@@ -178,11 +186,12 @@ class SocketEngine:
         listener, scope = entry
         if listener is None:
             registry().unbind(endpoint[len("inproc://") :], self)
-            return
-        if scope is not None:
-            scope.cancel()
-        with trio.CancelScope(shield=True):
-            await listener.aclose()
+        else:
+            if scope is not None:
+                scope.cancel()
+            with trio.CancelScope(shield=True):
+                await listener.aclose()
+        self.emit(monitor.Closed(endpoint))
 
     async def connect(self, endpoint: Endpoint) -> None:
         """Start connecting to ``endpoint`` in the background."""
@@ -240,6 +249,7 @@ class SocketEngine:
                     log.warning("%s: accept failed: %s", endpoint, exc)
                     await trio.sleep(0.1)
                     continue
+                self.emit(monitor.Accepted(endpoint, address))
                 self.nursery.start_soon(self.accepted, stream, endpoint, address)
 
     @enable_ki_protection
@@ -277,8 +287,10 @@ class SocketEngine:
                     stream = await transport.connect(endpoint)
                 except OSError as exc:
                     log.debug("%s: connect failed: %s", endpoint, exc)
+                    self.emit(monitor.ConnectDelayed(str(endpoint), str(exc)))
                     outcome = Outcome.LOST
                 else:
+                    self.emit(monitor.Connected(str(endpoint)))
                     if immediate:
                         peer.gone = False
                     try:
@@ -300,7 +312,9 @@ class SocketEngine:
                     if cap > base:
                         delay = min(delay * 2, cap)
                 # jitter keeps a crowd of clients from reconnecting in lockstep
-                await trio.sleep(wait * random.uniform(0.9, 1.1))
+                wait *= random.uniform(0.9, 1.1)
+                self.emit(monitor.ConnectRetried(str(endpoint), wait))
+                await trio.sleep(wait)
 
     async def run_connection(
         self, stream: trio.abc.Stream, peer: Peer, *, attached: bool
@@ -317,9 +331,13 @@ class SocketEngine:
             events = await self.handshake(stream, conn)
         except ProtocolError as exc:
             log.warning("%s: handshake refused: %s", where, exc)
+            self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, str(exc)))
             return Outcome.REFUSED
         except trio.TooSlowError:
             log.warning("%s: handshake timed out after %ss", where, options["handshake_ivl"])
+            self.emit(
+                monitor.HandshakeFailed(peer.endpoint, peer.remote_address, "handshake timed out")
+            )
             return Outcome.LOST
         except (
             _ConnectionLost,
@@ -328,17 +346,21 @@ class SocketEngine:
             OSError,
         ) as exc:
             log.debug("%s: lost during handshake: %s", where, exc)
+            self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, str(exc)))
             return Outcome.LOST
         peer.conn = conn
         peer.peer_type = conn.peer_socket_type
         peer.identity = conn.peer_identity
         peer.version = conn.peer_version
         if not attached and not self.attach(peer):
-            log.warning("%s: refused: a %s socket takes one peer only", where, self.socket_type)
+            reason = f"a {self.socket_type} socket takes one peer only"
+            log.warning("%s: refused: %s", where, reason)
+            self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
             return Outcome.REFUSED
         peer.connected = True
         peer.gone = False
         self.peers.add(peer)
+        self.emit(monitor.HandshakeSucceeded(peer.endpoint, peer.remote_address, peer.peer_type))
         self.strategy.connected(peer)
         self.wake_senders()
         state = {"outcome": Outcome.DONE}
@@ -355,6 +377,7 @@ class SocketEngine:
                     await self.reader(stream, conn, peer, events, state, where, last_heard)
                     nursery.cancel_scope.cancel()
         finally:
+            self.emit(monitor.Disconnected(peer.endpoint, peer.remote_address))
             peer.scope = None
             peer.connected = False
             peer.conn = None
@@ -495,6 +518,7 @@ class SocketEngine:
         waiting = registry().bind(name, self)
         key = str(endpoint)
         self.listeners[key] = (None, None)
+        self.emit(monitor.Listening(key))
         for engine, peer in waiting:
             self.link_inproc(engine, peer, key)
         return key
