@@ -6,7 +6,7 @@ they hand back are plain :class:`trio.abc.Stream` objects with nothing ZeroMQ-sp
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -23,9 +23,16 @@ __all__ = [
     "TCPListener",
     "connect",
     "listen",
+    "virtual_network",
 ]
 
 STREAM_TRANSPORTS: frozenset[str] = frozenset({"tcp", "ipc"})
+
+#: the ``trizmq.testing`` virtual network installed in the current ``trio.run``, if any;
+#: while one is, tcp and ipc endpoints go through it instead of the operating system
+virtual_network: trio.lowlevel.RunVar[Any] = trio.lowlevel.RunVar(
+    "trizmq_virtual_network", default=None
+)
 
 
 class Listener(Protocol):
@@ -45,6 +52,9 @@ class Listener(Protocol):
 
 async def listen(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> Listener:
     """Bind *endpoint*; ``OSError`` (naming the endpoint) if the address is taken."""
+    network = virtual_network.get()
+    if network is not None and endpoint.transport in STREAM_TRANSPORTS:
+        return await network.listen(endpoint)  # type: ignore[no-any-return]
     if endpoint.transport == "tcp":
         return await listen_tcp(endpoint, backlog=backlog)
     if endpoint.transport == "ipc":
@@ -56,6 +66,9 @@ async def listen(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> Liste
 
 async def connect(endpoint: Endpoint) -> trio.abc.Stream:
     """Open a stream to *endpoint*; every failure to reach the peer is ``OSError``."""
+    network = virtual_network.get()
+    if network is not None and endpoint.transport in STREAM_TRANSPORTS:
+        return await network.connect(endpoint)  # type: ignore[no-any-return]
     if endpoint.transport == "tcp":
         return await connect_tcp(endpoint)
     if endpoint.transport == "ipc":
