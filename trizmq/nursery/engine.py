@@ -424,8 +424,20 @@ class SocketEngine:
             self.deliver(peer, events)
             while True:
                 if pipe.full:
+                    # we stopped reading, the peer is not silent: no heartbeat timeout meanwhile
+                    last_heard[0] = math.inf
                     await pipe.wait_writable()
-                data = await stream.receive_some(RECEIVE_SIZE)
+                    last_heard[0] = trio.current_time()
+                # a PING's TTL bounds the next read only, as in libzmq (any data clears it)
+                ttl, peer.ttl = peer.ttl, 0.0
+                if ttl:
+                    with trio.move_on_after(ttl) as timer:
+                        data = await stream.receive_some(RECEIVE_SIZE)
+                    if timer.cancelled_caught:
+                        log.warning("%s: heartbeat TTL of %ss expired, dropping", where, ttl)
+                        return
+                else:
+                    data = await stream.receive_some(RECEIVE_SIZE)
                 if not data:
                     log.debug("%s: peer closed the connection", where)
                     return
@@ -452,6 +464,8 @@ class SocketEngine:
                     batch.append(event)
             elif cls is Ping:
                 peer.out_pipe.put(Pong(event.context))
+                if event.ttl:
+                    peer.ttl = event.ttl
             elif cls is PeerError:
                 raise ProtocolError(f"peer sent ERROR: {event.reason}")
             # PONG and unknown commands carry nothing for the socket

@@ -37,6 +37,7 @@ class Peer:
         "remote_address",
         "routing_id",
         "scope",
+        "ttl",
         "version",
         "writing",
     )
@@ -66,6 +67,8 @@ class Peer:
         self.writing = False
         #: the cancel scope of the live connection: a disconnect cancels this scope only
         self.scope: trio.CancelScope | None = None
+        #: seconds the peer's last PING allows before we must hear from it (0 = none)
+        self.ttl = 0.0
         #: called when the remote side of an inproc link goes away
         self.on_gone: Any = None
 
