@@ -20,6 +20,7 @@ from ._monitor import (
     Monitor,
     MonitorEvent,
 )
+from ._proxy import proxy, proxy_steerable
 from ._socket import Socket
 from ._sockets import Dealer, Pair, Pub, Pull, Push, Rep, Req, Router, Sub, XPub, XSub
 from .zmtp import ProtocolError
@@ -48,6 +49,8 @@ __all__ = [
     "Pair",
     "ProtocolError",
     "Pub",
+    "proxy",
+    "proxy_steerable",
     "Pull",
     "Push",
     "Socket",

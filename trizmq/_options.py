@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ._endpoint import Endpoint, parse_endpoint
+from ._errors import EndpointError
 
 __all__ = ["DEFAULT_LINGER", "OPTIONS", "validate_options"]
 
@@ -39,6 +40,10 @@ def _seconds(name: str, value: Any) -> float | None:
 
 def _seconds_or_none(name: str, value: Any) -> float | None:
     return _number(name, value, allow_none=True)
+
+
+def _positive(name: str, value: Any) -> float | None:
+    return _number(name, value, allow_none=False, positive=True)
 
 
 def _positive_or_none(name: str, value: Any) -> float | None:
@@ -79,14 +84,36 @@ def _routing_id(name: str, value: Any) -> bytes | None:
 def _endpoints(name: str, value: Any) -> tuple[Endpoint, ...]:
     if value is None:
         return ()
-    items = [value] if isinstance(value, (str, bytes)) else list(value)
-    return tuple(parse_endpoint(item, for_bind=name == "bind") for item in items)
+    if isinstance(value, (str, bytes)):
+        items = [value]
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            raise EndpointError(
+                f"{name} takes an endpoint string or an iterable of them, not {value!r}"
+            ) from None
+    endpoints = []
+    for item in items:
+        try:
+            endpoints.append(parse_endpoint(item, for_bind=name == "bind"))
+        except EndpointError as exc:
+            raise EndpointError(f"{name}: {exc}") from None
+    return tuple(endpoints)
 
 
 def _topics(name: str, value: Any) -> tuple[bytes, ...]:
     if value is None:
         return ()
-    items = [value] if isinstance(value, (str, bytes, bytearray, memoryview)) else list(value)
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        items = [value]
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            raise ValueError(
+                f"{name} takes a bytes or str topic or an iterable of them, not {value!r}"
+            ) from None
     out = []
     for item in items:
         if isinstance(item, str):
@@ -121,7 +148,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "rcvhwm": OptionSpec(1000, _hwm),
     "linger": OptionSpec(DEFAULT_LINGER, _seconds_or_none),
     "routing_id": OptionSpec(None, _routing_id),
-    "reconnect_ivl": OptionSpec(0.1, _seconds),
+    "reconnect_ivl": OptionSpec(0.1, _positive),
     "reconnect_ivl_max": OptionSpec(0.0, _seconds),
     "heartbeat_ivl": OptionSpec(None, _positive_or_none),
     "heartbeat_timeout": OptionSpec(None, _positive_or_none),

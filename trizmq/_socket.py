@@ -49,6 +49,14 @@ def _frame(data: Any) -> bytes:
     raise TypeError(f"frames must be bytes-like, not {type(data).__name__}")
 
 
+@trio.lowlevel.enable_ki_protection
+async def _supervise(task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    """Own the nursery of a socket's tasks until the engine cancels it."""
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
+
+
 class Socket:
     """Base class of every socket type; use a subclass such as :class:`trizmq.Push`."""
 
@@ -82,7 +90,11 @@ class Socket:
         if self._engine is not None or self._closed:
             raise RuntimeError(f"{type(self).__name__} can be entered only once")
         self._nursery_manager = trio.open_nursery()
-        nursery = await self._nursery_manager.__aenter__()
+        outer = await self._nursery_manager.__aenter__()
+        # The engine's tasks run in an inner nursery owned by a supervisor task, so that
+        # closing (which cancels that nursery) never cancels the body of our async with,
+        # which runs inside the outer nursery's scope.
+        nursery: trio.Nursery = await outer.start(_supervise)
         self._engine = SocketEngine(
             self.socket_type,
             self._options,
@@ -221,6 +233,11 @@ class Socket:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
         if not self._strategy.can_send:
             raise NotSupportedError(f"a {self.socket_type} socket cannot send")
+        if self._engine is None:
+            # nothing could ever complete the call: say so instead of waiting forever
+            raise RuntimeError(
+                f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
+            )
 
     async def send_multipart(self, frames: Iterable[Any]) -> None:
         """Send a whole message; waits where the pattern says (no peer, or all full)."""
@@ -276,6 +293,11 @@ class Socket:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
         if not self._strategy.can_recv:
             raise NotSupportedError(f"a {self.socket_type} socket cannot receive")
+        if self._engine is None:
+            # nothing could ever complete the call: say so instead of waiting forever
+            raise RuntimeError(
+                f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
+            )
 
     async def recv_multipart(self) -> list[bytes]:
         """Receive a whole message (the rest of one, if :meth:`recv` started it)."""

@@ -32,6 +32,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import math
@@ -45,6 +46,7 @@ from trio.lowlevel import enable_ki_protection
 from .. import _monitor as monitor
 from .. import transport
 from .._endpoint import Endpoint
+from .._errors import EndpointError
 from ..transport.inproc import registry
 from ..zmtp import Connection, ProtocolError
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
@@ -166,7 +168,9 @@ class SocketEngine:
         if endpoint.transport == "inproc":
             return self.bind_inproc(endpoint)
         if endpoint.transport not in ("tcp", "ipc"):
-            raise OSError(f"{endpoint}: the {endpoint.transport} transport is not available yet")
+            raise EndpointError(
+                f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
+            )
         try:
             listener = await transport.listen(endpoint)
         except (OSError, ValueError) as exc:
@@ -202,14 +206,17 @@ class SocketEngine:
             self.connect_inproc(endpoint)
             return
         if endpoint.transport not in ("tcp", "ipc"):
-            raise OSError(f"{endpoint}: the {endpoint.transport} transport is not available yet")
+            raise EndpointError(
+                f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
+            )
         peer = self.new_peer(
             key, "stream", Pipe(self.options["sndhwm"]), Pipe(self.options["rcvhwm"])
         )
-        if not self.options["immediate"]:
-            self.attach(peer)
+        # a PAIR already paired refuses the peer: it then waits for its handshake like an
+        # immediate one, and is refused there (with back-off) if the pair is still taken
+        attached = not self.options["immediate"] and self.attach(peer)
         self.peers.add(peer)
-        scope = await self.nursery.start(self.connecter, endpoint, peer)
+        scope = await self.nursery.start(self.connecter, endpoint, peer, attached)
         self.connecters[key] = (peer, scope)
 
     async def disconnect(self, endpoint: str) -> None:
@@ -272,12 +279,13 @@ class SocketEngine:
         self,
         endpoint: Endpoint,
         peer: Peer,
+        attached: bool,
         task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Connect, run the connection, and reconnect with back-off, forever."""
         base = self.options["reconnect_ivl"]
         cap = self.options["reconnect_ivl_max"]
-        immediate = self.options["immediate"]
+        immediate = not attached
         with trio.CancelScope() as scope:
             task_status.started(scope)
             delay = base
@@ -356,6 +364,9 @@ class SocketEngine:
             reason = f"a {self.socket_type} socket takes one peer only"
             log.warning("%s: refused: %s", where, reason)
             self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
+            # tell the peer why, so that it backs off instead of reconnecting at once
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await stream.send_all(conn.encode_error(reason))
             return Outcome.REFUSED
         peer.connected = True
         peer.gone = False
@@ -439,7 +450,14 @@ class SocketEngine:
                 else:
                     data = await stream.receive_some(RECEIVE_SIZE)
                 if not data:
-                    log.debug("%s: peer closed the connection", where)
+                    if conn.in_message:
+                        log.warning(
+                            "%s: peer closed the connection mid-message; "
+                            "its unfinished message is dropped",
+                            where,
+                        )
+                    else:
+                        log.debug("%s: peer closed the connection", where)
                     return
                 last_heard[0] = trio.current_time()
                 self.deliver(peer, conn.receive_data(data))
@@ -447,7 +465,14 @@ class SocketEngine:
             log.warning("%s: dropping connection: %s", where, exc)
             state["outcome"] = Outcome.REFUSED
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.debug("%s: connection lost: %s", where, exc)
+            if conn.in_message:
+                log.warning(
+                    "%s: connection lost mid-message (%s); its unfinished message is dropped",
+                    where,
+                    exc,
+                )
+            else:
+                log.debug("%s: connection lost: %s", where, exc)
 
     def deliver(self, peer: Peer, events: list[Any]) -> None:
         """Hand a batch of parsed events to the peer's incoming pipe in one go."""

@@ -89,6 +89,9 @@ _LEAVE_BODY = command_body(LEAVE)
 _MAX_GROUP = 255
 _MAX_IDENTITY = 255
 _INNER_FLAGS = MORE | COMMAND
+# libzmq 4.3's PLAIN server writes ERROR as "\x05ERROR" in C, where the greedy hex
+# escape makes 0x5E ('^'): its refusals arrive as "^RROR" + reason (no name length)
+_LIBZMQ_PLAIN_ERROR = b"^RROR"
 
 
 class _State(enum.Enum):
@@ -222,6 +225,14 @@ class Connection:
         return self._peer_metadata
 
     @property
+    def in_message(self) -> bool:
+        """True while part of a message (or frame) received so far is held, unfinished.
+
+        A peer that hangs up now loses that message; the driver may say so.
+        """
+        return bool(self._buf) or bool(self._frames)
+
+    @property
     def pending_zap(self) -> ZapRequest | None:
         """An authentication request the driver must answer with :meth:`zap_reply`."""
         return self._mechanism.pending_zap
@@ -268,13 +279,20 @@ class Connection:
         return events
 
     def zap_reply(self, reply: ZapReply) -> list[Received]:
-        """Hand the ZAP answer to the mechanism and resume parsing (ZAP seam)."""
+        """Hand the ZAP answer to the mechanism and resume parsing (ZAP seam).
+
+        A refusal raises :class:`ProtocolError` after queuing the mechanism's ERROR
+        (if it sends one): flush :meth:`data_to_send` before closing.
+        """
         mechanism = self._mechanism
         if mechanism.pending_zap is None:
             raise StateError("no ZAP request is pending")
         events: list[Received] = []
         try:
             self._send_commands(mechanism.on_zap_reply(reply))
+            if mechanism.refused is not None:
+                # the ERROR stays in the outbox for the driver to flush before closing
+                raise ProtocolError(mechanism.refused)
             if mechanism.complete:
                 events.append(self._finish_handshake())
         except ProtocolError as exc:
@@ -351,7 +369,11 @@ class Connection:
             if end > len(src):
                 self._need = end - pos
                 return pos
-            name, data = split_command(src[start:end])
+            body = src[start:end]
+            if body.startswith(_LIBZMQ_PLAIN_ERROR):
+                name, data = ERROR, body[len(_LIBZMQ_PLAIN_ERROR) :]
+            else:
+                name, data = split_command(body)
             pos = end
             if name == ERROR:
                 events.append(self._peer_error(data))

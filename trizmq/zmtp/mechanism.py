@@ -33,7 +33,10 @@ Connection then stops interpreting input (bytes are kept buffered) until the
 driver, which owns the I/O and the ZAP socket, answers through
 ``Connection.zap_reply(ZapReply(...))``; that calls :meth:`on_zap_reply`, which
 clears :attr:`pending_zap` and returns the commands to send (READY, or ERROR with
-the status code as reason on a rejection). No mechanism implements it yet.
+the status code as reason on a rejection). A mechanism that refuses the peer there
+also sets :attr:`refused` to the reason: the Connection queues the returned commands
+(the ERROR, if any), dies, and raises :class:`ProtocolError` from ``zap_reply``; the
+driver flushes ``data_to_send()`` before closing. PLAIN and CURVE servers use it.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-__all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest"]
+__all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest", "zap_metadata", "zap_refusal"]
 
 #: a command as mechanisms see it: (name, data after the name)
 Command: TypeAlias = tuple[bytes, bytes]
@@ -95,6 +98,8 @@ class Mechanism(abc.ABC):
         self.peer_version: tuple[int, int] = (0, 0)
         #: an authentication request the driver must answer (ZAP seam)
         self.pending_zap: ZapRequest | None = None
+        #: why the peer was refused after a ZAP answer (the Connection then dies)
+        self.refused: str | None = None
 
     @abc.abstractmethod
     def start(self, local_metadata: Mapping[str, bytes]) -> list[Command]:
@@ -115,3 +120,44 @@ class Mechanism(abc.ABC):
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
         """(inner flags, inner body) of one received frame (only when :attr:`encrypts`)."""
         raise NotImplementedError(f"{type(self).__name__} does not wrap frames")
+
+
+_ZAP_ERROR_CODES = frozenset({"400", "500"})
+#: properties the handshake itself owns; ZAP metadata cannot replace them
+_HANDSHAKE_PROPERTIES = frozenset({"Socket-Type", "Identity"})
+
+
+def zap_refusal(reply: ZapReply) -> tuple[list[Command], str] | None:
+    """None if ``reply`` admits the peer, else (commands to send, reason), as libzmq does.
+
+    200 admits. 300 (temporary failure) closes without ERROR, so the client may retry.
+    400 and 500 send ERROR whose reason is the 3-digit status code; any other code is
+    treated as 500.
+    """
+    code = reply.status_code
+    if code == "200":
+        return None
+    detail = f" {reply.status_text}" if reply.status_text else ""
+    if code == "300":
+        return [], f"authentication failed temporarily (ZAP 300){detail}"
+    if code not in _ZAP_ERROR_CODES:
+        code = "500"
+    raw = code.encode("ascii")
+    return [(b"ERROR", bytes((len(raw),)) + raw)], f"authentication refused (ZAP {code}){detail}"
+
+
+def zap_metadata(handshake: Mapping[str, bytes], reply: ZapReply) -> dict[str, bytes]:
+    """Peer properties after a ZAP approval: the handshake's, overridden by ZAP's.
+
+    As in libzmq the ZAP handler wins (a peer cannot claim its own ``User-Id``), except
+    for Socket-Type and Identity, which belong to the handshake.
+    """
+    merged = dict(handshake)
+    for name, value in reply.metadata.items():
+        if name not in _HANDSHAKE_PROPERTIES:
+            merged[name] = bytes(value)
+    if reply.user_id:
+        merged["User-Id"] = bytes(reply.user_id)
+    elif "User-Id" not in reply.metadata:
+        merged.pop("User-Id", None)  # never the peer's own claim
+    return merged

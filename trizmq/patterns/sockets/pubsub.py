@@ -75,7 +75,7 @@ class PubStrategy(SocketStrategy):
 
     def incoming(self, peer: Any) -> None:
         pipe = peer.in_pipe
-        while pipe:
+        while pipe and not self.backlogged():
             item = pipe.popleft()
             cls = item.__class__
             if cls is Subscribe:
@@ -88,6 +88,10 @@ class PubStrategy(SocketStrategy):
                     self.message(peer, item)
                 else:
                     self.subscribed(peer, parsed[1], parsed[0])
+
+    def backlogged(self) -> bool:
+        """True when incoming items must wait in their pipes (XPUB's app queue is full)."""
+        return False
 
     def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
         """Apply one subscription change from ``peer``."""
@@ -118,6 +122,12 @@ class XPubStrategy(PubStrategy):
         super().__init__(*args, **kwargs)
         self.verbose = bool(self.options.get("xpub_verbose", False))
         self.pending: deque[list[bytes]] = deque()
+        #: the application queue is bounded by rcvhwm: past it, items wait in their
+        #: peers' pipes, whose readers then stop (back-pressure to the XSUB)
+        self.hwm = int(self.options.get("rcvhwm", 0))
+
+    def backlogged(self) -> bool:
+        return bool(self.hwm) and len(self.pending) >= self.hwm
 
     def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
         if peer not in self.subscribers:
@@ -144,9 +154,15 @@ class XPubStrategy(PubStrategy):
             self.readable()
 
     def recv(self) -> list[bytes] | None:
-        if self.pending:
-            return self.pending.popleft()
-        return None
+        if not self.pending:
+            return None
+        msg = self.pending.popleft()
+        if self.hwm and len(self.pending) == self.hwm - 1:
+            # room again: take up what waited in the pipes
+            for peer in list(self.inbound):
+                if peer.in_pipe:
+                    self.incoming(peer)
+        return msg
 
 
 class XSubStrategy(SocketStrategy):

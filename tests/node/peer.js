@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// A small generic libzmq peer (zeromq.js 6, libzmq 4.3.5 with draft sockets) for
+// trizmq's interop tests. It always exits by itself: --timeout bounds the run.
+//
+// Usage (options may repeat where marked *):
+//   node tests/node/peer.js --type TYPE (--bind EP | --connect EP)* [--join GROUP]*
+//        [--send N [--group G | --group-hex HEX] [--body B | --body-hex HEX]
+//         [--interval MS] [--forever] [--routing-id ID]]
+//        [--recv N] [--echo N] [--timeout MS] [--settle MS]
+//
+// TYPE: radio dish client server scatter gather (draft), pub sub push pull pair
+//       dealer router req rep.
+// Output on stdout, one JSON object a line:
+//   {"ready": ["tcp://127.0.0.1:40123", ...]}  after every bind/connect is done
+//   {"group": HEX, "body": HEX, "routing_id": N}  per received message (group on
+//       dish only, routing_id on server only; "frames": [HEX...] for multipart)
+//   {"done": true}                              before a clean exit (code 0)
+// A body may contain "{i}", replaced by the message's index (0-based).
+// --send N: send N messages, --interval MS apart (default 20); with --forever keep
+//   sending until the timeout, which then counts as success.
+// --recv N: print N received messages, then exit. With both --send and --recv, the
+//   sending runs first (client request/reply) unless --forever is given.
+// --echo N: receive N messages and send each body back (server: to its sender).
+// Exit codes: 0 done, 2 bad arguments, 3 timeout, 1 any other error.
+"use strict"
+
+process.removeAllListeners("warning") // the "draft features are experimental" notice
+
+const zmq = require("zeromq")
+const draft = require("zeromq/draft")
+
+const TYPES = {
+  radio: draft.Radio,
+  dish: draft.Dish,
+  client: draft.Client,
+  server: draft.Server,
+  scatter: draft.Scatter,
+  gather: draft.Gather,
+  pub: zmq.Publisher,
+  sub: zmq.Subscriber,
+  push: zmq.Push,
+  pull: zmq.Pull,
+  pair: zmq.Pair,
+  dealer: zmq.Dealer,
+  router: zmq.Router,
+  req: zmq.Request,
+  rep: zmq.Reply,
+}
+const REPEATABLE = new Set(["bind", "connect", "join"])
+const FLAGS = new Set(["forever"])
+
+function usage(message) {
+  process.stderr.write(`peer.js: ${message}\n`)
+  process.exit(2)
+}
+
+function parse(argv) {
+  const args = { bind: [], connect: [], join: [] }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (!arg.startsWith("--")) usage(`unexpected argument ${arg}`)
+    const key = arg.slice(2)
+    if (FLAGS.has(key)) {
+      args[key] = true
+      continue
+    }
+    if (i + 1 >= argv.length) usage(`${arg} needs a value`)
+    const value = argv[++i]
+    if (REPEATABLE.has(key)) args[key].push(value)
+    else args[key] = value
+  }
+  if (!TYPES[args.type]) usage(`--type must be one of ${Object.keys(TYPES).join(" ")}`)
+  if (!args.bind.length && !args.connect.length) usage("give --bind or --connect")
+  return args
+}
+
+function out(obj) {
+  process.stdout.write(JSON.stringify(obj) + "\n")
+}
+
+function bytesArg(args, name, fallback) {
+  if (args[`${name}-hex`] !== undefined) return Buffer.from(args[`${name}-hex`], "hex")
+  if (args[name] !== undefined) return args[name]
+  return fallback
+}
+
+function bodyFor(template, i) {
+  return Buffer.isBuffer(template) ? template : Buffer.from(template.replace("{i}", String(i)))
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+async function main() {
+  const args = parse(process.argv.slice(2))
+  const timeout = Number(args.timeout ?? 10000)
+  const timer = setTimeout(() => {
+    if (args.forever) {
+      out({ done: true })
+      process.exit(0)
+    }
+    process.stderr.write(`peer.js: timed out after ${timeout} ms\n`)
+    process.exit(3)
+  }, timeout)
+
+  const type = args.type
+  const sock = new TYPES[type]({ linger: 1000 })
+  if (type === "sub") sock.subscribe()
+  for (const group of args.join) sock.join(group)
+  const ready = []
+  for (const ep of args.bind) {
+    await sock.bind(ep)
+    ready.push(ep.startsWith("tcp://") ? sock.lastEndpoint : ep)
+  }
+  for (const ep of args.connect) {
+    sock.connect(ep)
+    ready.push(ep)
+  }
+  out({ ready })
+  if (args.settle) await sleep(Number(args.settle))
+
+  const sendCount = Number(args.send ?? 0)
+  const recvCount = Number(args.recv ?? 0)
+  const echoCount = Number(args.echo ?? 0)
+  const interval = Number(args.interval ?? 20)
+  const group = bytesArg(args, "group", "")
+  const body = bytesArg(args, "body", "msg {i}")
+
+  async function sendOne(i) {
+    const payload = bodyFor(body, i)
+    if (type === "radio") await sock.send(payload, { group })
+    else if (type === "server") await sock.send(payload, { routingId: Number(args["routing-id"]) })
+    else await sock.send(payload)
+  }
+
+  function report(received) {
+    const [first, second] = received
+    if (type === "dish") {
+      out({ group: Buffer.from(second.group).toString("hex"), body: first.toString("hex") })
+    } else if (type === "server") {
+      out({ routing_id: second.routingId, body: first.toString("hex") })
+    } else if (received.length === 1) {
+      out({ body: first.toString("hex") })
+    } else {
+      out({ frames: received.map(f => Buffer.from(f).toString("hex")) })
+    }
+  }
+
+  async function sending() {
+    for (let i = 0; args.forever || i < sendCount; i++) {
+      await sendOne(i)
+      if (interval) await sleep(interval)
+    }
+  }
+
+  async function receiving() {
+    for (let i = 0; i < recvCount; i++) report(await sock.receive())
+  }
+
+  if (args.forever) {
+    // keep sending until the timeout; a --recv alongside still runs
+    sending()
+    await receiving()
+    if (recvCount) {
+      out({ done: true })
+      process.exit(0)
+    }
+    return
+  }
+  await sending()
+  await receiving()
+  for (let i = 0; i < echoCount; i++) {
+    const received = await sock.receive()
+    report(received)
+    if (type === "server") await sock.send(received[0], { routingId: received[1].routingId })
+    else await sock.send(received)
+  }
+  await sleep(Number(args.after ?? 100)) // let the last messages leave
+  clearTimeout(timer)
+  sock.close()
+  out({ done: true })
+  process.exit(0)
+}
+
+main().catch(err => {
+  process.stderr.write(`peer.js: ${err && err.stack ? err.stack : err}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,253 @@
+"""The thread-safe draft family: CLIENT/SERVER (41), SCATTER/GATHER (49), PEER (51), CHANNEL (52).
+
+Every type of this family is single-part (the RFCs: "MUST NOT allow multipart
+messages"). The runtime refuses a multipart send (see :func:`check_single_part`,
+libzmq's EINVAL); a multipart message read from a peer is discarded whole.
+
+Internal message forms:
+
+* CLIENT, SCATTER, GATHER, CHANNEL: ``[body]``.
+* SERVER and PEER: ``[routing_id, body]`` both ways, ``routing_id`` being the peer's
+  id as 4 big-endian bytes (:func:`pack_routing_id`/:func:`unpack_routing_id`).
+  The id never goes on the wire; the runtime turns it into ``Message.routing_id``
+  (an int) on receive and takes it from ``send(data, routing_id=...)``.
+
+Rules:
+
+* CLIENT round-robins out over peers that can take a message and waits when none
+  can; it fair-queues in. SCATTER is the same without input, GATHER fair-queues
+  without output (PUSH/PULL-like).
+* CHANNEL has at most one peer (PAIR-like: a second one is refused) and waits
+  while there is none or its pipe is full.
+* SERVER and PEER give each attached peer (each double queue) a local routing id,
+  a non-zero uint32 counting up from a random start as libzmq does, skipping ids
+  in use. The id is assigned on attach and kept across reconnects of the same
+  queue; it is released when the peer is detached and its input is read. Sending
+  to an unknown id raises :class:`~trizmq.HostUnreachable` (RFC 41/51 "SHALL return
+  an error if the queue does not exist"; libzmq's EHOSTUNREACH); sending to a full
+  peer waits (returns False), as RFC 41 and libzmq do.
+* PEER: the runtime attaches the peer it creates for ``connect_peer`` and then
+  asks :meth:`ServerStrategy.routing_id_of` for its id, which is valid at once
+  (the queue exists before the connection does).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from ..._errors import HostUnreachable
+from ..routing import RoundRobin
+from .base import SocketStrategy, can_take, has_data
+
+__all__ = [
+    "ChannelStrategy",
+    "ClientStrategy",
+    "GatherStrategy",
+    "PeerStrategy",
+    "ScatterStrategy",
+    "ServerStrategy",
+    "check_single_part",
+    "pack_routing_id",
+    "unpack_routing_id",
+]
+
+_MAX_ID = 0xFFFFFFFF
+
+
+def check_single_part(frames: Sequence[Any], socket_type: str = "this socket") -> None:
+    """Raise ValueError unless ``frames`` is exactly one frame (the family's rule)."""
+    if len(frames) != 1:
+        raise ValueError(
+            f"{socket_type} does not allow multipart messages (got {len(frames)} frames)"
+        )
+
+
+def pack_routing_id(routing_id: int) -> bytes:
+    """The internal 4-byte form of a routing id; ValueError outside 1..2**32-1."""
+    if not isinstance(routing_id, int) or isinstance(routing_id, bool):
+        raise TypeError(f"a routing id is an int, not {type(routing_id).__name__}")
+    if not 0 < routing_id <= _MAX_ID:
+        raise ValueError(f"a routing id is a non-zero 32-bit unsigned int, got {routing_id}")
+    return routing_id.to_bytes(4, "big")
+
+
+def unpack_routing_id(frame: bytes) -> int:
+    """The int of an internal routing id frame."""
+    return int.from_bytes(frame, "big")
+
+
+class ClientStrategy(SocketStrategy):
+    """Round-robin out, fair-queue in, single-part."""
+
+    socket_type = "CLIENT"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbound: RoundRobin[Any] = RoundRobin()
+
+    def attach(self, peer: Any) -> bool:
+        self.outbound.add(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        self.outbound.remove(peer)
+        super().detach(peer)
+
+    def send(self, msg: list[bytes]) -> bool:
+        check_single_part(msg, self.socket_type)
+        peer = self.outbound.next_peer(can_take)
+        if peer is None:
+            return False
+        peer.out_pipe.put(msg)
+        return True
+
+    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        return len(msg) == 1
+
+
+class ScatterStrategy(ClientStrategy):
+    """Round-robin out, single-part; no input."""
+
+    socket_type = "SCATTER"
+    can_recv = False
+
+    def recv(self) -> list[bytes] | None:
+        raise NotImplementedError
+
+
+class GatherStrategy(SocketStrategy):
+    """Fair-queue in, single-part; no output."""
+
+    socket_type = "GATHER"
+
+    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        return len(msg) == 1
+
+    def send(self, msg: list[bytes]) -> bool:
+        raise NotImplementedError
+
+
+class ChannelStrategy(SocketStrategy):
+    """One exclusive peer, single-part, both ways."""
+
+    socket_type = "CHANNEL"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.peer: Any = None
+
+    def attach(self, peer: Any) -> bool:
+        if self.peer is not None and self.peer is not peer:
+            return False
+        self.peer = peer
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        if self.peer is peer:
+            self.peer = None
+        super().detach(peer)
+
+    def send(self, msg: list[bytes]) -> bool:
+        check_single_part(msg, self.socket_type)
+        peer = self.peer
+        if peer is None or peer.out_pipe.full:
+            return False
+        peer.out_pipe.put(msg)
+        return True
+
+    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        return len(msg) == 1
+
+
+class ServerStrategy(SocketStrategy):
+    """Routing by local uint32 ids: ``[routing_id, body]`` in and out."""
+
+    socket_type = "SERVER"
+    can_send = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: routable peers by id (attached ones)
+        self.routes: dict[int, Any] = {}
+        #: the id of every peer still attached or with unread input
+        self.ids: dict[Any, int] = {}
+        self.next_id = random.getrandbits(32)
+        self.dropped = 0
+
+    def generate_id(self) -> int:
+        """A fresh non-zero id not in use, counting up as libzmq does."""
+        while True:
+            rid = self.next_id
+            self.next_id = (rid + 1) & _MAX_ID
+            if rid and rid not in self.routes:
+                return rid
+
+    def attach(self, peer: Any) -> bool:
+        if peer not in self.ids:
+            rid = self.generate_id()
+            self.ids[peer] = rid
+            self.routes[rid] = peer
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        rid = self.ids.get(peer)
+        if rid is not None and self.routes.get(rid) is peer:
+            del self.routes[rid]
+        if not peer.in_pipe:
+            self.ids.pop(peer, None)
+        super().detach(peer)
+
+    def routing_id_of(self, peer: Any) -> int:
+        """The routing id of an attached ``peer`` (PEER's ``connect_peer`` returns it)."""
+        try:
+            return self.ids[peer]
+        except KeyError:
+            raise ValueError(f"{peer!r} is not attached") from None
+
+    def peer_of(self, routing_id: int) -> Any:
+        """The attached peer with ``routing_id``, or None."""
+        return self.routes.get(routing_id)
+
+    def send(self, msg: list[bytes]) -> bool:
+        if len(msg) != 2:
+            raise ValueError(f"a {self.socket_type} message is [routing_id, body]")
+        rid = unpack_routing_id(msg[0])
+        peer = self.routes.get(rid)
+        if peer is None:
+            raise HostUnreachable(f"no peer with routing id {rid}")
+        pipe = peer.out_pipe
+        if pipe.full:
+            return False
+        pipe.put([msg[1]])
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        while True:
+            peer = self.inbound.next_peer(has_data)
+            if peer is None:
+                return None
+            item = peer.in_pipe.popleft()
+            rid = self.ids.get(peer)
+            if peer.gone and not peer.in_pipe:
+                self.inbound.remove(peer)
+                if rid is not None and self.routes.get(rid) is not peer:
+                    del self.ids[peer]
+            if rid is None or item.__class__ is not list:
+                continue
+            if len(item) != 1:
+                self.dropped += 1
+                continue
+            return [rid.to_bytes(4, "big"), item[0]]
+
+    def statistics(self) -> dict[str, int]:
+        return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}
+
+
+class PeerStrategy(ServerStrategy):
+    """SERVER's routing among PEER sockets; ``connect_peer`` uses :meth:`routing_id_of`."""
+
+    socket_type = "PEER"

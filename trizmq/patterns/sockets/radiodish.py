@@ -1,0 +1,246 @@
+"""RADIO and DISH (48/RADIO-DISH, ZMTP 3.1 JOIN/LEAVE, libzmq's udp transport).
+
+Internal message form: a RADIO message is the two-frame list ``[group, body]``,
+exactly as it travels over ZMTP (libzmq sends the group as a first frame with
+MORE set and the body as the last frame). ``RadioStrategy.send`` takes that list
+and ``DishStrategy.recv`` returns it; the runtime turns it into
+``radio.send(body, group=...)`` and ``Message(frames=[body], group=group)``.
+
+Rules:
+
+* Groups are 0-255 bytes and matched exactly, byte for byte. Following the RFC 48
+  grammar (``group-char = %d1-255``; libzmq keeps groups as C strings) a group
+  given by the application may not contain a NUL byte: :func:`check_group` raises
+  ``ValueError`` for that and for a group longer than 255 bytes. Groups read from
+  the network are not checked: a DISH cannot have joined such a group anyway.
+* RADIO (stream and inproc peers) sends a message only to peers that joined its
+  group and drops it, never blocking, for a peer whose pipe is full. Per peer,
+  joins are counted like libzmq's multimap: a LEAVE removes one JOIN. JOIN and
+  LEAVE arrive as :class:`~trizmq.zmtp.events.Join`/``Leave`` objects in the
+  peer's in_pipe and are handled at once (``eager``); data messages a DISH sends
+  and other commands are discarded. A lost connection forgets the peer's groups:
+  the DISH replays its joins when it reconnects.
+* DISH ``join`` refuses a group it has already joined and ``leave`` a group it has
+  not joined (``ValueError``; libzmq's EINVAL), so it never sends a duplicate JOIN.
+  Each change goes at once as a JOIN/LEAVE command to every connected peer (never
+  dropped), and the whole set is replayed on every (re)connection. DISH
+  fair-queues its input and filters again by its joined groups; anything that is
+  not a two-frame message is discarded.
+* Datagram peers (``peer.kind == "datagram"``, the runtime's udp:// pseudo-peers):
+  there is no ZMTP on udp, so a DISH sends them no commands and a RADIO sends them
+  *every* message whatever its group, as libzmq does. Their input, decoded by
+  :func:`trizmq.zmtp.udp.decode_datagram`, arrives as the same ``[group, body]``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...zmtp.events import Join, Leave
+from .base import SocketStrategy
+
+__all__ = ["MAX_GROUP_LENGTH", "DishStrategy", "RadioStrategy", "check_group", "is_datagram"]
+
+#: ZMQ_GROUP_MAX_LENGTH
+MAX_GROUP_LENGTH = 255
+
+
+def check_group(group: bytes | bytearray | memoryview | str) -> bytes:
+    """``group`` as bytes (a str is UTF-8 encoded); ValueError if it is not a valid group."""
+    if isinstance(group, str):
+        group = group.encode("utf-8")
+    elif isinstance(group, (bytes, bytearray, memoryview)):
+        group = bytes(group)
+    else:
+        raise TypeError(f"a group must be bytes or str, not {type(group).__name__}")
+    if len(group) > MAX_GROUP_LENGTH:
+        raise ValueError(f"a group is at most {MAX_GROUP_LENGTH} bytes, got {len(group)}")
+    if b"\x00" in group:
+        raise ValueError("a group may not contain a NUL byte (RFC 48: group-char = %d1-255)")
+    return group
+
+
+def is_datagram(peer: Any) -> bool:
+    """A udp:// pseudo-peer: no ZMTP, so no JOIN/LEAVE and no group filtering by RADIO."""
+    return getattr(peer, "kind", "") == "datagram"
+
+
+class RadioStrategy(SocketStrategy):
+    """Send ``[group, body]`` to the peers that joined ``group``; drop for a full one."""
+
+    socket_type = "RADIO"
+    can_send = True
+    can_recv = False
+    eager = True
+    wants_commands = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: per attached stream/inproc peer: its joined groups with a JOIN count
+        self.joined: dict[Any, Counter[bytes]] = {}
+        #: per group: the peers that joined it (an insertion-ordered set)
+        self.members: dict[bytes, dict[Any, None]] = {}
+        #: attached datagram peers: they get every message
+        self.broadcast: dict[Any, None] = {}
+        self.dropped = 0
+
+    def attach(self, peer: Any) -> bool:
+        if is_datagram(peer):
+            self.broadcast[peer] = None
+        else:
+            self.joined.setdefault(peer, Counter())
+        super().attach(peer)
+        if peer.in_pipe:
+            self.incoming(peer)
+        return True
+
+    def detach(self, peer: Any) -> None:
+        self.inbound.remove(peer)
+        self.broadcast.pop(peer, None)
+        self.forget(peer)
+        self.joined.pop(peer, None)
+
+    def disconnected(self, peer: Any) -> None:
+        # the DISH replays its joins when it reconnects
+        self.forget(peer)
+
+    def forget(self, peer: Any) -> None:
+        """Drop every group ``peer`` joined (it stays attached)."""
+        groups = self.joined.get(peer)
+        if not groups:
+            return
+        members = self.members
+        for group in groups:
+            peers = members.get(group)
+            if peers is not None:
+                peers.pop(peer, None)
+                if not peers:
+                    del members[group]
+        groups.clear()
+
+    def join(self, peer: Any, group: bytes) -> None:
+        """``peer`` sent JOIN ``group``."""
+        groups = self.joined.get(peer)
+        if groups is None:
+            return
+        groups[group] += 1
+        if groups[group] == 1:
+            self.members.setdefault(group, {})[peer] = None
+
+    def leave(self, peer: Any, group: bytes) -> None:
+        """``peer`` sent LEAVE ``group``: one JOIN fewer; unknown groups are ignored."""
+        groups = self.joined.get(peer)
+        if groups is None or group not in groups:
+            return
+        groups[group] -= 1
+        if groups[group] <= 0:
+            del groups[group]
+            peers = self.members.get(group)
+            if peers is not None:
+                peers.pop(peer, None)
+                if not peers:
+                    del self.members[group]
+
+    def incoming(self, peer: Any) -> None:
+        pipe = peer.in_pipe
+        while pipe:
+            item = pipe.popleft()
+            cls = item.__class__
+            if cls is Join:
+                self.join(peer, item.group)
+            elif cls is Leave:
+                self.leave(peer, item.group)
+            # data from a DISH and any other command: discarded (RFC 48)
+
+    def send(self, msg: list[bytes]) -> bool:
+        if len(msg) != 2:
+            raise ValueError("a RADIO message is [group, body]")
+        group = msg[0]
+        for targets in (self.members.get(group), self.broadcast):
+            if not targets:
+                continue
+            for peer in targets:
+                pipe = peer.out_pipe
+                if pipe.full:
+                    self.dropped += 1
+                else:
+                    pipe.put(msg)
+        return True
+
+    def recv(self) -> list[bytes] | None:
+        raise NotImplementedError
+
+    def groups_of(self, peer: Any) -> set[bytes]:
+        """The groups ``peer`` has joined (for tests and diagnostics)."""
+        return set(self.joined.get(peer, ()))
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "peers": len(self.joined) + len(self.broadcast),
+            "groups": len(self.members),
+            "dropped": self.dropped,
+        }
+
+
+class DishStrategy(SocketStrategy):
+    """Fair-queued ``[group, body]`` messages filtered by the joined groups."""
+
+    socket_type = "DISH"
+    can_send = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: joined groups, in join order (the replay order)
+        self.groups: dict[bytes, None] = {}
+        self.peers: list[Any] = []
+
+    def attach(self, peer: Any) -> bool:
+        self.peers.append(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: Any) -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+        super().detach(peer)
+
+    def connected(self, peer: Any) -> None:
+        if is_datagram(peer):
+            return
+        for group in self.groups:
+            peer.out_pipe.put(Join(group))
+
+    def disconnected(self, peer: Any) -> None:
+        # drop queued commands: the whole set is replayed on reconnect
+        pipe = peer.out_pipe
+        kept = [item for item in pipe.drain() if item.__class__ is list]
+        if kept:
+            pipe.extend(kept)
+
+    def join(self, group: bytes | bytearray | memoryview | str) -> None:
+        """Join ``group``; ValueError if it is invalid or already joined (libzmq: EINVAL)."""
+        group = check_group(group)
+        if group in self.groups:
+            raise ValueError(f"group {group!r} is already joined")
+        self.groups[group] = None
+        self.upstream(Join(group))
+
+    def leave(self, group: bytes | bytearray | memoryview | str) -> None:
+        """Leave ``group``; ValueError if it was not joined (libzmq: EINVAL)."""
+        group = check_group(group)
+        if group not in self.groups:
+            raise ValueError(f"group {group!r} is not joined")
+        del self.groups[group]
+        self.upstream(Leave(group))
+
+    def upstream(self, command: Any) -> None:
+        """Send a JOIN/LEAVE to every connected ZMTP peer (never dropped)."""
+        for peer in self.peers:
+            if peer.connected and not is_datagram(peer):
+                peer.out_pipe.put(command)
+
+    def send(self, msg: list[bytes]) -> bool:
+        raise NotImplementedError
+
+    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        return len(msg) == 2 and msg[0] in self.groups
