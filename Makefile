@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/pipeline.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check trizmq tests examples
+	$(BIN)/ruff check trizmq tests examples benchmarks
 	$(BIN)/mypy
 
 test: lint
