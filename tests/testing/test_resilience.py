@@ -161,3 +161,24 @@ async def test_a_stalled_subscriber_costs_the_publisher_at_most_its_hwm(
         assert pub.statistics()["dropped"] > 900_000
         # the virtual link buffers at most its capacity
         assert stalled.into.buffered <= virtual_network.capacity + 64 * 1024 + 1024
+
+
+async def test_a_connecting_side_keeps_its_queue_across_a_reconnect(
+    autojump_clock: trio.testing.MockClock,
+    virtual_network: VirtualNetwork,
+    zmq_sockets: SocketFactory,
+) -> None:
+    with trio.fail_after(60):
+        pull = await zmq_sockets(trizmq.Pull, bind="tcp://127.0.0.1:9060")
+        push = await zmq_sockets(trizmq.Push, connect="tcp://127.0.0.1:9060", reconnect_ivl=5)
+        events = push.monitor()
+        await push.send(b"first")
+        assert await pull.recv() == b"first"
+        virtual_network.cut("tcp://127.0.0.1:9060")
+        async for event in events:
+            if isinstance(event, trizmq.Disconnected):
+                break
+        # the link is down for 5 virtual seconds: these wait in the PUSH's queue
+        for i in range(10):
+            await push.send(b"%d" % i)
+        assert [await pull.recv() for _ in range(10)] == [b"%d" % i for i in range(10)]
