@@ -182,3 +182,52 @@ async def test_a_connecting_side_keeps_its_queue_across_a_reconnect(
         for i in range(10):
             await push.send(b"%d" % i)
         assert [await pull.recv() for _ in range(10)] == [b"%d" % i for i in range(10)]
+
+
+async def test_a_refused_handshake_is_not_retried_in_a_tight_loop(
+    autojump_clock: trio.testing.MockClock,
+    virtual_network: VirtualNetwork,
+    zmq_sockets: SocketFactory,
+) -> None:
+    with trio.fail_after(600):
+        await zmq_sockets(trizmq.Pub, bind="tcp://127.0.0.1:9070")  # PUSH cannot talk to PUB
+        push = await zmq_sockets(trizmq.Push, reconnect_ivl=0.1)
+        events = push.monitor()
+        await push.connect("tcp://127.0.0.1:9070")
+        waits = []
+        async for event in events:
+            if isinstance(event, trizmq.ConnectRetried):
+                waits.append(event.interval)
+                if len(waits) == 5:
+                    break
+        # at least 1 s, doubling (with ±10 % jitter), not reconnect_ivl's 0.1 s
+        for got, want in zip(waits, [1.0, 2.0, 4.0, 8.0, 16.0], strict=True):
+            assert want * 0.9 <= got <= want * 1.1, waits
+
+
+async def test_a_push_whose_peers_are_all_full_waits(
+    autojump_clock: trio.testing.MockClock,
+    virtual_network: VirtualNetwork,
+    zmq_sockets: SocketFactory,
+) -> None:
+    with trio.fail_after(60):
+        pull = await zmq_sockets(trizmq.Pull, bind="tcp://127.0.0.1:9080", rcvhwm=10)
+        push = await zmq_sockets(trizmq.Push, connect="tcp://127.0.0.1:9080", sndhwm=10)
+        await push.send(b"hello")
+        assert await pull.recv() == b"hello"
+        sent = 0
+        payload = b"p" * 1024
+        with trio.move_on_after(5) as timer:
+            while True:
+                await push.send(payload)  # nobody reads: queues and buffers fill, then it waits
+                sent += 1
+        assert timer.cancelled_caught
+        # bounded: both high-water marks, a read batch, and the link's buffer, not more
+        capacity_messages = virtual_network.capacity // 1024 + 1
+        assert sent <= 10 + 10 + 256 + capacity_messages + 10
+        got = 0
+        with trio.move_on_after(1):
+            while True:
+                await pull.recv()
+                got += 1
+        assert got == sent  # nothing lost: it all arrives once the reader reads
