@@ -22,10 +22,38 @@ from ._monitor import (
 )
 from ._proxy import proxy, proxy_steerable
 from ._socket import Socket
-from ._sockets import Dealer, Pair, Pub, Pull, Push, Rep, Req, Router, Sub, XPub, XSub
+from ._sockets import (
+    Channel,
+    Client,
+    Dealer,
+    Dish,
+    Gather,
+    Pair,
+    Peer,
+    Pub,
+    Pull,
+    Push,
+    Radio,
+    Rep,
+    Req,
+    Router,
+    Scatter,
+    Server,
+    Sub,
+    XPub,
+    XSub,
+)
 from .zmtp import ProtocolError
 
 __all__ = [
+    "Channel",
+    "Client",
+    "Dish",
+    "Gather",
+    "Peer",
+    "Radio",
+    "Scatter",
+    "Server",
     "Accepted",
     "BindFailed",
     "Closed",

@@ -46,11 +46,14 @@ class Endpoint:
     host: str | None = None
     port: int | None = None
     path: str | None = None
+    #: udp multicast only: the interface (name, address or ``*``) before the ``;``
+    interface: str | None = None
 
     def __str__(self) -> str:
         if self.transport in ("tcp", "udp") and self.host is not None and self.port is not None:
             host = f"[{self.host}]" if ":" in self.host else self.host
-            return f"{self.transport}://{host}:{self.port}"
+            iface = f"{self.interface};" if self.interface is not None else ""
+            return f"{self.transport}://{iface}{host}:{self.port}"
         return f"{self.transport}://{self.address}"
 
 
@@ -86,6 +89,21 @@ def parse_endpoint(text: object, *, for_bind: bool) -> Endpoint:
     if "\x00" in address:
         raise EndpointError(f"endpoint {text!r} contains a NUL character")
 
+    if transport == "udp" and ";" in address:
+        # libzmq's udp://IFACE;MCAST:PORT: the interface to join or send multicast on
+        interface, _, target = address.partition(";")
+        if not interface or not _HOST_RE.fullmatch(interface.replace("*", "x")):
+            raise EndpointError(f"endpoint {text!r}: bad interface {interface!r} before ';'")
+        host, port = _parse_host_port(text, target, for_bind=for_bind)
+        try:
+            multicast = ipaddress.ip_address(host).is_multicast
+        except ValueError:
+            multicast = False
+        if not multicast:
+            raise EndpointError(
+                f"endpoint {text!r}: an interface is allowed only with a multicast address"
+            )
+        return Endpoint(transport, address, host=host, port=port, interface=interface)
     if transport in ("tcp", "udp"):
         host, port = _parse_host_port(text, address, for_bind=for_bind)
         return Endpoint(transport=transport, address=address, host=host, port=port)

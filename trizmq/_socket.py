@@ -89,12 +89,24 @@ class Socket:
     async def __aenter__(self) -> Any:
         if self._engine is not None or self._closed:
             raise RuntimeError(f"{type(self).__name__} can be entered only once")
+        # entering while already cancelled: a plain Cancelled, before anything opens
+        await trio.lowlevel.checkpoint_if_cancelled()
         self._nursery_manager = trio.open_nursery()
         outer = await self._nursery_manager.__aenter__()
         # The engine's tasks run in an inner nursery owned by a supervisor task, so that
         # closing (which cancels that nursery) never cancels the body of our async with,
         # which runs inside the outer nursery's scope.
-        nursery: trio.Nursery = await outer.start(_supervise)
+        try:
+            nursery: trio.Nursery = await outer.start(_supervise)
+        except BaseException:
+            # cancelled while starting (start() may even have reparented the supervisor
+            # into ``outer`` first): stop it and close ``outer``, or trio's nursery stack
+            # breaks. Shielded from the outside, so the cancellation propagates as itself.
+            self._closing = self._closed = True
+            outer.cancel_scope.shield = True
+            outer.cancel_scope.cancel()
+            await self._nursery_manager.__aexit__(None, None, None)
+            raise
         self._engine = SocketEngine(
             self.socket_type,
             self._options,
@@ -149,6 +161,9 @@ class Socket:
                 await trio.lowlevel.checkpoint()
             return
         self._closing = True
+        # the rest of a message half read with recv(), or half sent with more=True
+        self._incoming.clear()
+        self._outgoing = []
         self._closed_event = trio.Event()
         try:
             with trio.CancelScope(shield=True):
@@ -244,6 +259,10 @@ class Socket:
         msg = [_frame(f) for f in frames]
         if not msg:
             raise ValueError("a message needs at least one frame")
+        await self._send_raw(msg)
+
+    async def _send_raw(self, msg: list[bytes]) -> None:
+        """Queue one message in the strategy's own form, waiting as the pattern says."""
         await trio.lowlevel.checkpoint_if_cancelled()
         strategy = self._strategy
         while True:
@@ -258,6 +277,9 @@ class Socket:
         msg = [_frame(f) for f in frames]
         if not msg:
             raise ValueError("a message needs at least one frame")
+        self._send_raw_nowait(msg)
+
+    def _send_raw_nowait(self, msg: list[bytes]) -> None:
         self._check_send()
         if self._engine is None or not self._strategy.send(msg):
             raise trio.WouldBlock
@@ -306,6 +328,10 @@ class Socket:
             self._incoming.clear()
             await trio.lowlevel.checkpoint()
             return rest
+        return self._frames_of(await self._recv_raw())
+
+    async def _recv_raw(self) -> list[bytes]:
+        """The next message in the strategy's own form (routing id or group first)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         strategy = self._strategy
         while True:
@@ -315,6 +341,14 @@ class Socket:
                 await self._tick()
                 return msg
             await self._recv_lot.park()
+
+    def _frames_of(self, raw: list[bytes]) -> list[bytes]:
+        """The frames the application sees of a strategy's message."""
+        return raw
+
+    def _message_of(self, raw: list[bytes]) -> Message:
+        """The :class:`Message` of a strategy's message."""
+        return Message(raw)
 
     def recv_multipart_nowait(self) -> list[bytes]:
         """Receive a whole message or raise ``trio.WouldBlock``."""
@@ -326,7 +360,7 @@ class Socket:
         msg = self._strategy.recv()
         if msg is None:
             raise trio.WouldBlock
-        return msg
+        return self._frames_of(msg)
 
     async def recv(self) -> bytes:
         """Receive one frame; :attr:`rcvmore` tells whether the message goes on."""
@@ -351,8 +385,10 @@ class Socket:
         return bool(self._incoming)
 
     async def recv_message(self) -> Message:
-        """Receive a whole message with its metadata."""
-        return Message(await self.recv_multipart())
+        """Receive a whole message with its metadata (group, routing id)."""
+        if self._incoming:
+            return Message(await self.recv_multipart())
+        return self._message_of(await self._recv_raw())
 
     def __aiter__(self) -> Socket:
         return self
@@ -371,4 +407,10 @@ class Socket:
             stats["bound"] = sorted(engine.listeners)
             stats["connected"] = sorted(engine.connecters)
             stats["live_peers"] = sum(1 for p in engine.peers if p.connected)
+            peers = engine.peers | {peer for peer, _scope in engine.connecters.values()}
+            stats["queued_out"] = sum(len(p.out_pipe) for p in peers)
+            stats["queued_in"] = sum(len(p.in_pipe) for p in peers)
+            if self.socket_type in ("RADIO", "DISH"):
+                stats["datagrams_malformed"] = engine.datagrams_malformed
+                stats["datagrams_dropped"] = engine.datagrams_dropped
         return stats

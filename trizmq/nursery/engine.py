@@ -47,10 +47,12 @@ from .. import _monitor as monitor
 from .. import transport
 from .._endpoint import Endpoint
 from .._errors import EndpointError
+from ..transport import udp
 from ..transport.inproc import registry
 from ..zmtp import Connection, ProtocolError
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
 from ..zmtp.socket_types import is_compatible
+from ..zmtp.udp import decode_datagram, encode_datagram
 from .peer import Peer
 from .pipe import Pipe
 
@@ -90,6 +92,20 @@ _COMMAND_ENCODERS: dict[type, Callable[[Any, Any], bytes]] = {
 _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
 
 
+class _DatagramListener:
+    """A bound DISH udp endpoint, closable like a stream listener."""
+
+    def __init__(self, receiver: udp.UdpReceiver, peer: Peer, engine: SocketEngine) -> None:
+        self.receiver = receiver
+        self.peer = peer
+        self.engine = engine
+        self.endpoint = receiver.endpoint
+
+    async def aclose(self) -> None:
+        self.engine.detach(self.peer)
+        await self.receiver.aclose()
+
+
 class SocketEngine:
     """Endpoints, peers and tasks of one socket, run in the socket's nursery."""
 
@@ -117,6 +133,9 @@ class SocketEngine:
         self.peers: set[Peer] = set()
         self.flush_lot = trio.lowlevel.ParkingLot()
         self.closing = False
+        #: udp datagrams that did not parse / that a full queue or a failed send lost
+        self.datagrams_malformed = 0
+        self.datagrams_dropped = 0
         #: where monitor events go (the socket fans them out to its monitors)
         self.emit: Callable[[monitor.MonitorEvent], None] = lambda event: None
         if hasattr(strategy, "kick"):
@@ -167,6 +186,8 @@ class SocketEngine:
         """Listen on ``endpoint``; return the endpoint actually bound."""
         if endpoint.transport == "inproc":
             return self.bind_inproc(endpoint)
+        if endpoint.transport == "udp" and self.socket_type == "DISH":
+            return await self.bind_udp(endpoint)
         if endpoint.transport not in ("tcp", "ipc"):
             raise EndpointError(
                 f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
@@ -204,6 +225,9 @@ class SocketEngine:
             raise OSError(106, f"{key} is already connected")
         if endpoint.transport == "inproc":
             self.connect_inproc(endpoint)
+            return
+        if endpoint.transport == "udp" and self.socket_type == "RADIO":
+            await self.connect_udp(endpoint)
             return
         if endpoint.transport not in ("tcp", "ipc"):
             raise EndpointError(
@@ -518,6 +542,10 @@ class SocketEngine:
                         self.flush_lot.unpark_all()
                     await pipe.wait_readable()
                     continue
+                if conn.closed:
+                    # the reader ended the connection (peer ERROR, protocol error) before
+                    # our cancellation arrived: leave the queue for the next connection
+                    return
                 peer.writing = True
                 buf = bytearray()
                 while pipe and len(buf) < WRITE_BATCH:
@@ -549,6 +577,99 @@ class SocketEngine:
                 done.cancel()
                 return
             peer.out_pipe.put(Ping(ttl, b""))
+
+    # -- udp (RADIO/DISH only: no ZMTP, one message per datagram) -----------------------
+    async def bind_udp(self, endpoint: Endpoint) -> str:
+        """A DISH's udp endpoint: one datagram peer fed by a receiver task."""
+        try:
+            receiver = await udp.open_receiver(endpoint)
+        except (OSError, ValueError) as exc:
+            self.emit(monitor.BindFailed(str(endpoint), str(exc)))
+            raise
+        resolved = receiver.endpoint
+        peer = self.new_peer(resolved, "datagram", Pipe(0), Pipe(self.options["rcvhwm"]))
+        peer.connected = True
+        self.attach(peer)
+        scope = await self.nursery.start(self.datagram_receiver, receiver, peer)
+        self.listeners[resolved] = (_DatagramListener(receiver, peer, self), scope)
+        self.emit(monitor.Listening(resolved))
+        return resolved
+
+    async def connect_udp(self, endpoint: Endpoint) -> None:
+        """A RADIO's udp endpoint: one datagram peer drained by a sender task."""
+        key = str(endpoint)
+        sender = await udp.open_sender(endpoint)
+        peer = self.new_peer(key, "datagram", Pipe(self.options["sndhwm"]), Pipe(0))
+        peer.connected = True
+        self.attach(peer)
+        self.peers.add(peer)
+        scope = await self.nursery.start(self.datagram_sender, sender, peer)
+        self.connecters[key] = (peer, scope)
+
+    @enable_ki_protection
+    async def datagram_receiver(
+        self,
+        receiver: udp.UdpReceiver,
+        peer: Peer,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Decode datagrams into ``[group, body]``; drop (and count) bad ones, never raise."""
+        pipe = peer.in_pipe
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            while True:
+                try:
+                    data = await receiver.receive()
+                except (OSError, trio.ClosedResourceError) as exc:
+                    log.debug("%s: udp receive failed: %s", receiver.endpoint, exc)
+                    return
+                try:
+                    group, body = decode_datagram(data)
+                except ProtocolError as exc:
+                    self.datagrams_malformed += 1
+                    log.debug("%s: dropped a malformed datagram: %s", receiver.endpoint, exc)
+                    continue
+                if pipe.full:
+                    self.datagrams_dropped += 1
+                    continue
+                pipe.put([group, body])
+
+    @enable_ki_protection
+    async def datagram_sender(
+        self,
+        sender: udp.UdpSender,
+        peer: Peer,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Send each queued ``[group, body]`` as one datagram; a failed send loses it."""
+        pipe = peer.out_pipe
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            try:
+                while True:
+                    if not pipe:
+                        peer.writing = False
+                        if self.closing:
+                            self.flush_lot.unpark_all()
+                        await pipe.wait_readable()
+                        continue
+                    peer.writing = True
+                    group, body = pipe.popleft()
+                    try:
+                        datagram = encode_datagram(group, body)
+                    except ValueError as exc:
+                        self.datagrams_dropped += 1
+                        log.warning("%s: dropped a message: %s", peer.endpoint, exc)
+                        continue
+                    try:
+                        await sender.send(datagram)
+                    except OSError as exc:
+                        # like libzmq: the datagram is lost, never retried
+                        self.datagrams_dropped += 1
+                        log.debug("%s: udp send failed: %s", peer.endpoint, exc)
+            finally:
+                peer.writing = False
+                sender.close()
 
     # -- inproc ---------------------------------------------------------------------------
     def bind_inproc(self, endpoint: Endpoint) -> str:
@@ -605,6 +726,7 @@ class SocketEngine:
         connector.strategy.connected(their_peer)
         for engine, peer in ((self, ours), (connector, their_peer)):
             engine.wake_senders()
+            engine.flush_lot.unpark_all()  # a lingering connecter's queue now has a reader
             if peer.in_pipe and peer.in_pipe.on_readable is not None:
                 peer.in_pipe.on_readable()
 
@@ -624,7 +746,9 @@ class SocketEngine:
     # -- close ----------------------------------------------------------------------------
     def all_flushed(self) -> bool:
         """Every peer's outgoing queue is written out."""
-        return all(peer.flushed for peer in self.peers if not peer.gone or peer.writing)
+        # connects still waiting for an inproc binder are not in peers, yet hold a queue
+        peers = self.peers.union(peer for peer, _scope in self.connecters.values())
+        return all(peer.flushed for peer in peers if not peer.gone or peer.writing)
 
     async def close(self, linger: float | None) -> None:
         """Unbind everything, flush for ``linger`` seconds, then cancel every task."""

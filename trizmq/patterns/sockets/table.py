@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from .base import SocketStrategy
+from .draft import (
+    ChannelStrategy,
+    ClientStrategy,
+    GatherStrategy,
+    PeerStrategy,
+    ScatterStrategy,
+    ServerStrategy,
+)
 from .pair import PairStrategy
 from .pipeline import PullStrategy, PushStrategy
 from .pubsub import PubStrategy, SubStrategy, XPubStrategy, XSubStrategy
+from .radiodish import DishStrategy, RadioStrategy
 from .reqrep import DealerStrategy, RepStrategy, ReqStrategy, RouterStrategy
 
 __all__ = ["STRATEGIES"]
@@ -24,5 +33,13 @@ STRATEGIES: dict[str, type[SocketStrategy]] = {
         RepStrategy,
         DealerStrategy,
         RouterStrategy,
+        RadioStrategy,
+        DishStrategy,
+        ClientStrategy,
+        ServerStrategy,
+        ScatterStrategy,
+        GatherStrategy,
+        ChannelStrategy,
+        PeerStrategy,
     )
 }
