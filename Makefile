@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the independent draft-API peer (libzmq 4.3.5 inside the npm package zeromq 6)
+NODE_STAMP := node_modules/.installed
 
 .PHONY: demo test lint venv clean
 
@@ -16,6 +18,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Installed from package-lock.json into ./node_modules; where npm is missing the
+# draft-interop tests skip and say so.
+$(NODE_STAMP): package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --no-audit --no-fund --loglevel=error && touch $(NODE_STAMP); \
+	else \
+		echo "npm not found: the Node.js draft-peer tests will be skipped"; \
+	fi
+
 demo: $(STAMP)
 	$(BIN)/python examples/pipeline.py
 
@@ -23,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check trizmq tests examples benchmarks
 	$(BIN)/mypy
 
-test: lint
+test: lint $(NODE_STAMP)
 	$(BIN)/python -m pytest
 
 clean:
