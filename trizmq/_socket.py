@@ -400,7 +400,11 @@ class Socket:
             raise StopAsyncIteration from None
 
     def statistics(self) -> dict[str, Any]:
-        """Peers, endpoints and queue lengths, for diagnostics."""
+        """Peers, endpoints and queue lengths, for diagnostics.
+
+        ``queued_out`` and ``queued_in`` count the messages waiting in this socket's
+        peer queues (outgoing: not yet written; incoming: not yet read).
+        """
         engine = self._engine
         stats: dict[str, Any] = dict(self._strategy.statistics())
         if engine is not None:

@@ -75,7 +75,10 @@ class Peer:
     @property
     def flushed(self) -> bool:
         """Nothing left to write: the out_pipe is empty and no write is under way."""
-        return self.kind == "inproc" or (not self.out_pipe and not self.writing)
+        if self.kind == "inproc":
+            # a linked pipe is the other socket's queue; an unlinked one waits for a binder
+            return self.connected or not self.out_pipe
+        return not self.out_pipe and not self.writing
 
     def __repr__(self) -> str:
         return f"<Peer {self.peer_type or '?'} via {self.endpoint} {self.remote_address}>"

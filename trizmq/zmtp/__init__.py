@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from .commands import COMMAND_EVENTS
 from .connection import HANDSHAKE_FRAME_LIMIT, Connection, Received
+from .curve import (
+    CookieKeys,
+    CurveClientMechanism,
+    CurveServerMechanism,
+    curve_keypair,
+    curve_public,
+)
 from .errors import ProtocolError
 from .events import (
     Cancel,
@@ -27,7 +34,9 @@ from .greeting import GREETING_SIZE, build_greeting
 from .mechanism import Command, Mechanism, ZapReply, ZapRequest
 from .metadata import decode_metadata, encode_metadata
 from .null import NullMechanism
+from .plain import PlainClientMechanism, PlainServerMechanism
 from .socket_types import COMPATIBLE, SENDS_IDENTITY, SOCKET_TYPES, is_compatible
+from .z85 import decode_key, z85_decode, z85_encode
 
 __all__ = [
     "COMMAND_EVENTS",
@@ -39,6 +48,9 @@ __all__ = [
     "Cancel",
     "Command",
     "Connection",
+    "CookieKeys",
+    "CurveClientMechanism",
+    "CurveServerMechanism",
     "Event",
     "HandshakeComplete",
     "Join",
@@ -46,6 +58,8 @@ __all__ = [
     "Mechanism",
     "NullMechanism",
     "PeerError",
+    "PlainClientMechanism",
+    "PlainServerMechanism",
     "Ping",
     "Pong",
     "ProtocolError",
@@ -55,7 +69,12 @@ __all__ = [
     "ZapReply",
     "ZapRequest",
     "build_greeting",
+    "curve_keypair",
+    "curve_public",
+    "decode_key",
     "decode_metadata",
     "encode_metadata",
     "is_compatible",
+    "z85_decode",
+    "z85_encode",
 ]

@@ -1,0 +1,209 @@
+"""The runtime's Pipe: a bounded FIFO that wakes the other side on transitions only."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+from trizmq.nursery.pipe import Pipe
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+
+
+def test_bounded_by_the_mark() -> None:
+    pipe = Pipe(2)
+    assert not pipe.full and not pipe and len(pipe) == 0
+    pipe.put([b"a"])
+    assert not pipe.full
+    pipe.put([b"b"])
+    assert pipe.full and len(pipe) == 2
+    # put ignores the mark (callers check full; commands must never be dropped)
+    pipe.put([b"c"])
+    assert pipe.full and len(pipe) == 3
+
+
+def test_zero_means_unbounded() -> None:
+    pipe = Pipe(0)
+    pipe.extend([[b"x"]] * 10_000)
+    assert not pipe.full and len(pipe) == 10_000
+
+
+def test_fifo_order_peek_popleft_drain_clear() -> None:
+    pipe = Pipe(10)
+    pipe.extend([[b"1"], [b"2"], [b"3"]])
+    assert pipe.peek() == [b"1"]
+    assert pipe.popleft() == [b"1"]
+    assert pipe.drain() == [[b"2"], [b"3"]]
+    assert not pipe
+    with pytest.raises(IndexError):
+        pipe.popleft()
+    with pytest.raises(IndexError):
+        pipe.peek()
+    assert pipe.drain() == []
+    pipe.put([b"4"])
+    pipe.clear()
+    assert len(pipe) == 0
+
+
+def test_on_readable_only_on_empty_to_non_empty() -> None:
+    pipe = Pipe(10)
+    readable = Counter()
+    pipe.on_readable = readable
+    pipe.put([b"a"])
+    assert readable.calls == 1
+    pipe.put([b"b"])
+    pipe.extend([[b"c"], [b"d"]])
+    assert readable.calls == 1
+    pipe.drain()
+    pipe.extend([])  # an empty batch is no transition
+    assert readable.calls == 1
+    pipe.extend([[b"e"], [b"f"]])  # one wake-up for a whole batch
+    assert readable.calls == 2
+
+
+def test_on_writable_only_on_full_to_not_full() -> None:
+    pipe = Pipe(2)
+    writable = Counter()
+    pipe.on_writable = writable
+    pipe.put([b"a"])
+    pipe.popleft()  # never was full
+    assert writable.calls == 0
+    pipe.extend([[b"a"], [b"b"]])
+    pipe.popleft()  # full -> not full
+    assert writable.calls == 1
+    pipe.popleft()
+    assert writable.calls == 1
+    pipe.extend([[b"a"], [b"b"]])
+    pipe.drain()  # full -> empty
+    assert writable.calls == 2
+    pipe.put([b"a"])
+    pipe.drain()  # not full -> empty: no transition
+    pipe.clear()
+    assert writable.calls == 2
+
+
+def test_overshoot_wakes_once_when_back_under_the_mark() -> None:
+    pipe = Pipe(2)
+    writable = Counter()
+    pipe.on_writable = writable
+    pipe.extend([[b"x"]] * 5)
+    for _ in range(3):
+        pipe.popleft()
+    assert writable.calls == 0  # still at or over the mark
+    pipe.popleft()
+    assert writable.calls == 1 and not pipe.full
+    pipe.popleft()
+    assert writable.calls == 1
+
+
+def test_unbounded_never_calls_on_writable() -> None:
+    pipe = Pipe(0)
+    writable = Counter()
+    pipe.on_writable = writable
+    pipe.extend([[b"x"]] * 3)
+    pipe.popleft()
+    pipe.drain()
+    assert writable.calls == 0
+
+
+def test_statistics() -> None:
+    pipe = Pipe(7)
+    pipe.extend([[b"x"]] * 3)
+    assert pipe.statistics() == {
+        "queued": 3,
+        "hwm": 7,
+        "readers_waiting": 0,
+        "writers_waiting": 0,
+    }
+
+
+async def test_wait_readable_wakes_every_parked_reader_once() -> None:
+    with trio.fail_after(5):
+        pipe = Pipe(4)
+        woken: list[int] = []
+
+        async def reader(i: int) -> None:
+            await pipe.wait_readable()
+            woken.append(i)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader, 1)
+            nursery.start_soon(reader, 2)
+            await wait_all_tasks_blocked()
+            assert pipe.statistics()["readers_waiting"] == 2
+            pipe.put([b"a"])
+            pipe.put([b"b"])
+        assert sorted(woken) == [1, 2]
+        assert pipe.statistics()["readers_waiting"] == 0
+
+
+async def test_wait_writable_wakes_on_leaving_full() -> None:
+    with trio.fail_after(5):
+        pipe = Pipe(1)
+        pipe.put([b"a"])
+        done = trio.Event()
+
+        async def writer() -> None:
+            await pipe.wait_writable()
+            done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer)
+            await wait_all_tasks_blocked()
+            assert pipe.statistics()["writers_waiting"] == 1
+            assert not done.is_set()
+            pipe.popleft()
+        assert done.is_set()
+
+
+async def test_waits_return_at_once_when_ready() -> None:
+    with trio.fail_after(5):
+        pipe = Pipe(2)
+        await pipe.wait_writable()
+        pipe.put([b"a"])
+        await pipe.wait_readable()
+        assert pipe.statistics()["readers_waiting"] == 0
+
+
+async def test_close_wakes_every_waiter_and_stays_closed() -> None:
+    with trio.fail_after(5):
+        empty, full = Pipe(1), Pipe(1)
+        full.put([b"a"])
+        woken: list[str] = []
+
+        async def read() -> None:
+            await empty.wait_readable()
+            woken.append("reader")
+
+        async def write() -> None:
+            await full.wait_writable()
+            woken.append("writer")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            nursery.start_soon(write)
+            await wait_all_tasks_blocked()
+            assert woken == []
+            empty.close()
+            full.close()
+        assert sorted(woken) == ["reader", "writer"]
+        assert empty.closed and full.closed
+        # a closed pipe never parks again
+        await empty.wait_readable()
+        await full.wait_writable()
+
+
+async def test_wait_is_cancellable() -> None:
+    with trio.fail_after(5):
+        pipe = Pipe(1)
+        with trio.move_on_after(0.01) as scope:
+            await pipe.wait_readable()
+        assert scope.cancelled_caught
+        assert pipe.statistics()["readers_waiting"] == 0

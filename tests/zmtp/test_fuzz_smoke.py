@@ -1,0 +1,29 @@
+"""The atheris decoder fuzzer runs, briefly, as part of the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FUZZER = Path(__file__).resolve().parents[2] / "fuzz" / "fuzz_decoder.py"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("atheris") is None,
+    reason="atheris is not importable, so the fuzz target cannot run",
+)
+def test_fuzz_decoder_smoke(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(FUZZER), "-runs=2000", "-seed=1", "-max_len=1024"],
+        cwd=tmp_path,  # libFuzzer writes crash files to the working directory
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Done 2000 runs" in result.stderr

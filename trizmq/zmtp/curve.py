@@ -1,0 +1,426 @@
+"""The CURVE security mechanism (25/ZMTP-CURVE, 26/CurveZMQ) on top of PyNaCl.
+
+Keys: C/c and S/s are the client's and server's long-term public/secret keys,
+C'/c' and S'/s' the short-term ones made for one connection. ``Box[X](A->B)`` is
+``crypto_box`` of X from A's secret key to B's public key.
+
+Handshake (sizes are the command bodies after the command name)::
+
+    C: HELLO    01 00 | 72 zeros | C' | nonce(8) | Box[64 zeros](C'->S)        194 bytes
+    S: WELCOME  nonce(16) | Box[S' | cookie](S->C')                            160 bytes
+                cookie = nonce(16) | SecretBox[C' | s'](cookie key)            96 bytes
+    C: INITIATE cookie | nonce(8) | Box[C | vouch | metadata](C'->S')          248+ bytes
+                vouch = nonce(16) | Box[C' | S](C->S')
+    S: READY    nonce(8) | Box[metadata](S'->C')                               24+ bytes
+
+Then every ZMTP frame travels as ``MESSAGE nonce(8) | Box[flags | body]``, in an
+outer *message* frame (flags 00/02). Inner flags are libzmq's: bit 0 MORE, bit 1
+COMMAND (libzmq-wire-notes §7.1).
+
+Rules:
+
+* Nonce prefixes: ``CurveZMQHELLO---``, ``WELCOME-``, ``COOKIE--``, ``CurveZMQINITIATE``,
+  ``VOUCH---``, ``CurveZMQREADY---``, ``CurveZMQMESSAGEC`` (client to server) and
+  ``CurveZMQMESSAGES`` (server to client). Short nonces count up from 1 per sender
+  (client: HELLO 1, INITIATE 2, then MESSAGEs; server: READY 1, then MESSAGEs); long
+  nonces are 16 random bytes.
+* Every length is checked before anything is decrypted; every box that fails to
+  open, a short nonce that does not go strictly up, a wrong HELLO size or version,
+  a cookie this connection did not issue, and a vouch that does not name our
+  long-term key and the client's short-term key are :class:`ProtocolError`.
+* The server keeps no key material between WELCOME and INITIATE: s' travels inside
+  the cookie, sealed with a :class:`CookieKeys` secret shared by every connection of
+  one server configuration, which rotates (every ``rotate_after`` cookies, or when
+  the driver calls :meth:`CookieKeys.rotate`). The only thing a connection keeps
+  is the cookie it sent, so that an INITIATE replayed from another connection is
+  refused.
+* After a valid INITIATE the server asks ZAP (mechanism ``CURVE``, credentials
+  ``[C]``, the client's 32-byte long-term public key); 200 sends READY, 400/500 send
+  ERROR with the status code, 300 refuses without ERROR. A driver without an
+  authenticator answers 200: any client that knows the server key is admitted.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+
+from nacl.bindings import (
+    crypto_box,
+    crypto_box_afternm,
+    crypto_box_beforenm,
+    crypto_box_keypair,
+    crypto_box_open,
+    crypto_box_open_afternm,
+    crypto_scalarmult_base,
+    crypto_secretbox,
+    crypto_secretbox_open,
+)
+from nacl.exceptions import CryptoError
+from nacl.utils import random
+
+from .commands import READY
+from .errors import ProtocolError
+from .frames import COMMAND, MORE, encode_frame
+from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
+from .metadata import decode_metadata, encode_metadata
+from .z85 import KEY_SIZE, decode_key, z85_encode
+
+__all__ = [
+    "CookieKeys",
+    "CurveClientMechanism",
+    "CurveServerMechanism",
+    "curve_keypair",
+    "curve_public",
+]
+
+HELLO = b"HELLO"
+WELCOME = b"WELCOME"
+INITIATE = b"INITIATE"
+MESSAGE = b"MESSAGE"
+_HANDSHAKE = frozenset({HELLO, WELCOME, INITIATE, READY})
+
+_VERSION = b"\x01\x00"
+_PADDING = bytes(72)
+_SIGNATURE = bytes(64)
+_MAC = 16
+_HELLO_SIZE = 2 + 72 + KEY_SIZE + 8 + 64 + _MAC  # 194
+_COOKIE_SIZE = 16 + 2 * KEY_SIZE + _MAC  # 96
+_WELCOME_SIZE = 16 + KEY_SIZE + _COOKIE_SIZE + _MAC  # 160
+_VOUCH_SIZE = 16 + 2 * KEY_SIZE + _MAC  # 96
+_INITIATE_MIN = _COOKIE_SIZE + 8 + KEY_SIZE + _VOUCH_SIZE + _MAC  # 248
+_READY_MIN = 8 + _MAC  # 24
+_MESSAGE_HEAD = bytes((len(MESSAGE),)) + MESSAGE
+_MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
+_MAX_NONCE = (1 << 64) - 1
+
+_HELLO_NONCE = b"CurveZMQHELLO---"
+_WELCOME_NONCE = b"WELCOME-"
+_COOKIE_NONCE = b"COOKIE--"
+_INITIATE_NONCE = b"CurveZMQINITIATE"
+_VOUCH_NONCE = b"VOUCH---"
+_READY_NONCE = b"CurveZMQREADY---"
+_CLIENT_MESSAGE_NONCE = b"CurveZMQMESSAGEC"
+_SERVER_MESSAGE_NONCE = b"CurveZMQMESSAGES"
+
+# inner flags byte of a MESSAGE (libzmq) <-> ZMTP frame flags
+_INNER_MORE = 0x01
+_INNER_COMMAND = 0x02
+#: inner flags byte (bits 0-1; the Connection refuses MORE with COMMAND) -> ZMTP flags
+_FROM_INNER: tuple[int, ...] = tuple(
+    (MORE if b & _INNER_MORE else 0) | (COMMAND if b & _INNER_COMMAND else 0) for b in range(4)
+)
+#: ZMTP flags (MORE/COMMAND bits) -> inner flags byte
+_TO_INNER: tuple[bytes, ...] = tuple(
+    bytes(((_INNER_MORE if f & MORE else 0) | (_INNER_COMMAND if f & COMMAND else 0),))
+    for f in range(8)
+)
+
+
+def curve_keypair() -> tuple[bytes, bytes]:
+    """A new long-term key pair as (public, secret), each 40 bytes of Z85."""
+    public, secret = crypto_box_keypair()
+    return z85_encode(public), z85_encode(secret)
+
+
+def curve_public(secret_key: bytes | str) -> bytes:
+    """The Z85 public key of a secret key (32 raw bytes or 40 Z85 characters)."""
+    return z85_encode(crypto_scalarmult_base(decode_key(secret_key, name="secret_key")))
+
+
+def _short_nonce(counter: int) -> bytes:
+    if counter > _MAX_NONCE:
+        raise OverflowError("CURVE short nonce exhausted: 2^64-1 commands sent")
+    return counter.to_bytes(8, "big")
+
+
+def _open(box: bytes, nonce: bytes, public: bytes, secret: bytes, what: str) -> bytes:
+    try:
+        return crypto_box_open(box, nonce, public, secret)
+    except CryptoError:
+        raise ProtocolError(f"CURVE {what}: the box does not open") from None
+
+
+def _shared_key(public: bytes, secret: bytes, what: str) -> bytes:
+    try:
+        return crypto_box_beforenm(public, secret)
+    except CryptoError:  # a low-order point offered as a public key
+        raise ProtocolError(f"CURVE {what}: unusable public key") from None
+
+
+def _unexpected(name: bytes, state: str) -> ProtocolError:
+    shown = name.decode("ascii", "replace")
+    return ProtocolError(f"unexpected {shown} command {state} (CURVE)")
+
+
+class CookieKeys:
+    """The server's rotating cookie secret, shared by the connections of one configuration.
+
+    A cookie sealed with the current or the previous key opens; rotation happens
+    every ``rotate_after`` cookies and whenever :meth:`rotate` is called (a driver
+    may do so on a timer, e.g. every 60 s as RFC 26 suggests).
+    """
+
+    def __init__(self, *, rotate_after: int = 16384) -> None:
+        if rotate_after < 1:
+            raise ValueError("rotate_after must be at least 1")
+        self._rotate_after = rotate_after
+        self._current = random(32)
+        self._previous: bytes | None = None
+        self._issued = 0
+
+    def rotate(self) -> None:
+        """Start a new key; cookies of the key before the previous one stop opening."""
+        self._previous = self._current
+        self._current = random(32)
+        self._issued = 0
+
+    def seal(self, plaintext: bytes) -> bytes:
+        """A cookie: 16-byte nonce and the secret box of ``plaintext``."""
+        if self._issued >= self._rotate_after:
+            self.rotate()
+        self._issued += 1
+        nonce = random(16)
+        return nonce + crypto_secretbox(plaintext, _COOKIE_NONCE + nonce, self._current)
+
+    def open(self, cookie: bytes) -> bytes | None:
+        """The plaintext of a cookie, or None if no live key opens it."""
+        nonce = _COOKIE_NONCE + cookie[:16]
+        for key in (self._current, self._previous):
+            if key is None:
+                continue
+            try:
+                return crypto_secretbox_open(cookie[16:], nonce, key)
+            except CryptoError:
+                continue
+        return None
+
+
+class _CurveMechanism(Mechanism):
+    """What both sides share: the MESSAGE box once the handshake is done."""
+
+    name = b"CURVE"
+    handshake_commands = _HANDSHAKE
+    encrypts = True
+    overhead = _MESSAGE_MIN
+
+    _send_prefix: bytes
+    _receive_prefix: bytes
+
+    def __init__(self, *, as_server: bool) -> None:
+        super().__init__(as_server=as_server)
+        self._local = b""
+        self._expect = b""
+        #: our last short nonce sent, and the peer's last one received
+        self._nonce = 0
+        self._peer_nonce = 0
+        #: the precomputed box key between the short-term keys
+        self._key = b""
+
+    def _next_nonce(self) -> bytes:
+        self._nonce += 1
+        return _short_nonce(self._nonce)
+
+    def _check_nonce(self, nonce: bytes, what: str) -> None:
+        value = int.from_bytes(nonce, "big")
+        if value <= self._peer_nonce:
+            raise ProtocolError(
+                f"CURVE {what}: short nonce {value} does not follow {self._peer_nonce}"
+            )
+
+    def _check_expected(self, name: bytes) -> None:
+        if name != self._expect:
+            state = f"while waiting for {self._expect.decode()}" if self._expect else "now"
+            raise _unexpected(name, state)
+
+    def encode_frame(self, flags: int, body: bytes | bytearray | memoryview) -> bytes:
+        nonce = self._next_nonce()
+        box = crypto_box_afternm(
+            _TO_INNER[flags & 7] + bytes(body), self._send_prefix + nonce, self._key
+        )
+        return encode_frame(0, _MESSAGE_HEAD + nonce + box)
+
+    def decode_frame(self, body: bytes) -> tuple[int, bytes]:
+        if len(body) < _MESSAGE_MIN:
+            raise ProtocolError(f"CURVE MESSAGE of {len(body)} bytes is too short")
+        if body[:8] != _MESSAGE_HEAD:
+            raise ProtocolError("expected a CURVE MESSAGE after the handshake")
+        nonce = body[8:16]
+        value = int.from_bytes(nonce, "big")
+        if value <= self._peer_nonce:
+            raise ProtocolError(
+                f"CURVE MESSAGE: short nonce {value} does not follow {self._peer_nonce}"
+            )
+        try:
+            plain = crypto_box_open_afternm(body[16:], self._receive_prefix + nonce, self._key)
+        except CryptoError:
+            raise ProtocolError("CURVE MESSAGE: the box does not open") from None
+        self._peer_nonce = value
+        flags = plain[0]
+        if flags > _INNER_MORE | _INNER_COMMAND:
+            raise ProtocolError(f"invalid inner frame flags 0x{flags:02X} in a CURVE MESSAGE")
+        return _FROM_INNER[flags], plain[1:]
+
+
+class CurveClientMechanism(_CurveMechanism):
+    """The CURVE client: proves it holds its key pair to a server whose key it knows."""
+
+    _send_prefix = _CLIENT_MESSAGE_NONCE
+    _receive_prefix = _SERVER_MESSAGE_NONCE
+
+    def __init__(
+        self, server_key: bytes | str, public_key: bytes | str, secret_key: bytes | str
+    ) -> None:
+        super().__init__(as_server=False)
+        self._server_key = decode_key(server_key, name="server_key")
+        self._public = decode_key(public_key, name="public_key")
+        self._secret = decode_key(secret_key, name="secret_key")
+        if crypto_scalarmult_base(self._secret) != self._public:
+            raise ValueError("public_key is not the public key of secret_key")
+        self._short_public, self._short_secret = crypto_box_keypair()
+
+    def start(self, local_metadata: Mapping[str, bytes]) -> list[Command]:
+        self._local = encode_metadata(local_metadata)
+        nonce = self._next_nonce()
+        signature = crypto_box(
+            _SIGNATURE, _HELLO_NONCE + nonce, self._server_key, self._short_secret
+        )
+        self._expect = WELCOME
+        return [(HELLO, _VERSION + _PADDING + self._short_public + nonce + signature)]
+
+    def on_command(self, name: bytes, body: bytes) -> list[Command]:
+        self._check_expected(name)
+        if name == WELCOME:
+            return self._on_welcome(body)
+        return self._on_ready(body)
+
+    def _on_welcome(self, body: bytes) -> list[Command]:
+        if len(body) != _WELCOME_SIZE:
+            raise ProtocolError(f"CURVE WELCOME of {len(body)} bytes, not {_WELCOME_SIZE}")
+        plain = _open(
+            body[16:], _WELCOME_NONCE + body[:16], self._server_key, self._short_secret, "WELCOME"
+        )
+        server_short = plain[:KEY_SIZE]
+        cookie = plain[KEY_SIZE:]
+        self._key = _shared_key(server_short, self._short_secret, "WELCOME")
+        vouch_nonce = random(16)
+        vouch = vouch_nonce + crypto_box(
+            self._short_public + self._server_key,
+            _VOUCH_NONCE + vouch_nonce,
+            server_short,
+            self._secret,
+        )
+        nonce = self._next_nonce()
+        box = crypto_box_afternm(
+            self._public + vouch + self._local, _INITIATE_NONCE + nonce, self._key
+        )
+        self._short_secret = b""  # only the precomputed key is needed from now on
+        self._expect = READY
+        return [(INITIATE, cookie + nonce + box)]
+
+    def _on_ready(self, body: bytes) -> list[Command]:
+        if len(body) < _READY_MIN:
+            raise ProtocolError(f"CURVE READY of {len(body)} bytes is too short")
+        nonce = body[:8]
+        self._check_nonce(nonce, "READY")
+        try:
+            plain = crypto_box_open_afternm(body[8:], _READY_NONCE + nonce, self._key)
+        except CryptoError:
+            raise ProtocolError("CURVE READY: the box does not open") from None
+        self._peer_nonce = int.from_bytes(nonce, "big")
+        self.peer_metadata = decode_metadata(plain)
+        self._expect = b""
+        self.complete = True
+        return []
+
+
+class CurveServerMechanism(_CurveMechanism):
+    """The CURVE server: admits clients that know its public key, asking ZAP about them."""
+
+    _send_prefix = _SERVER_MESSAGE_NONCE
+    _receive_prefix = _CLIENT_MESSAGE_NONCE
+
+    def __init__(self, secret_key: bytes | str, *, cookie_keys: CookieKeys | None = None) -> None:
+        super().__init__(as_server=True)
+        self._secret = decode_key(secret_key, name="secret_key")
+        self._public = crypto_scalarmult_base(self._secret)
+        self._cookie_keys = cookie_keys if cookie_keys is not None else CookieKeys()
+        #: the cookie sent in our WELCOME: the INITIATE must return exactly this one
+        self._cookie = b""
+        self._peer_properties: dict[str, bytes] = {}
+
+    def start(self, local_metadata: Mapping[str, bytes]) -> list[Command]:
+        self._local = encode_metadata(local_metadata)
+        self._expect = HELLO
+        return []
+
+    def on_command(self, name: bytes, body: bytes) -> list[Command]:
+        self._check_expected(name)
+        if name == HELLO:
+            return self._on_hello(body)
+        return self._on_initiate(body)
+
+    def _on_hello(self, body: bytes) -> list[Command]:
+        if len(body) != _HELLO_SIZE:
+            raise ProtocolError(f"CURVE HELLO of {len(body)} bytes, not {_HELLO_SIZE}")
+        if body[:2] != _VERSION:
+            raise ProtocolError(f"unsupported CurveZMQ version {body[0]}.{body[1]}")
+        client_short = body[74:106]
+        nonce = body[106:114]
+        self._check_nonce(nonce, "HELLO")
+        signature = _open(body[114:], _HELLO_NONCE + nonce, client_short, self._secret, "HELLO")
+        if not hmac.compare_digest(signature, _SIGNATURE):
+            raise ProtocolError("CURVE HELLO: the signature box does not hold 64 zeros")
+        self._peer_nonce = int.from_bytes(nonce, "big")
+        short_public, short_secret = crypto_box_keypair()
+        cookie = self._cookie_keys.seal(client_short + short_secret)
+        welcome_nonce = random(16)
+        box = crypto_box(
+            short_public + cookie, _WELCOME_NONCE + welcome_nonce, client_short, self._secret
+        )
+        self._cookie = cookie
+        self._expect = INITIATE
+        return [(WELCOME, welcome_nonce + box)]
+
+    def _on_initiate(self, body: bytes) -> list[Command]:
+        if len(body) < _INITIATE_MIN:
+            raise ProtocolError(f"CURVE INITIATE of {len(body)} bytes is too short")
+        cookie = body[:_COOKIE_SIZE]
+        if not hmac.compare_digest(cookie, self._cookie):
+            raise ProtocolError("CURVE INITIATE: the cookie is not the one we sent")
+        keys = self._cookie_keys.open(cookie)
+        if keys is None:
+            raise ProtocolError("CURVE INITIATE: the cookie has expired or is forged")
+        client_short, short_secret = keys[:KEY_SIZE], keys[KEY_SIZE:]
+        nonce = body[_COOKIE_SIZE : _COOKIE_SIZE + 8]
+        self._check_nonce(nonce, "INITIATE")
+        key = _shared_key(client_short, short_secret, "INITIATE")
+        try:
+            plain = crypto_box_open_afternm(body[_COOKIE_SIZE + 8 :], _INITIATE_NONCE + nonce, key)
+        except CryptoError:
+            raise ProtocolError("CURVE INITIATE: the box does not open") from None
+        client_long = plain[:KEY_SIZE]
+        vouch_nonce = plain[KEY_SIZE : KEY_SIZE + 16]
+        vouch_box = plain[KEY_SIZE + 16 : KEY_SIZE + _VOUCH_SIZE]
+        vouch = _open(vouch_box, _VOUCH_NONCE + vouch_nonce, client_long, short_secret, "vouch")
+        if not hmac.compare_digest(vouch, client_short + self._public):
+            raise ProtocolError("CURVE INITIATE: the vouch does not name this connection")
+        self._peer_properties = decode_metadata(plain[KEY_SIZE + _VOUCH_SIZE :])
+        self._peer_nonce = int.from_bytes(nonce, "big")
+        self._key = key
+        self._cookie = b""
+        self._expect = b""
+        self.pending_zap = ZapRequest(self.name, (client_long,))
+        return []
+
+    def on_zap_reply(self, reply: ZapReply) -> list[Command]:
+        self.pending_zap = None
+        refusal = zap_refusal(reply)
+        if refusal is not None:
+            commands, self.refused = refusal
+            return commands
+        self.peer_metadata = zap_metadata(self._peer_properties, reply)
+        nonce = self._next_nonce()
+        box = crypto_box_afternm(self._local, _READY_NONCE + nonce, self._key)
+        self.complete = True
+        return [(READY, nonce + box)]
