@@ -21,6 +21,14 @@ from ._monitor import (
     MonitorEvent,
 )
 from ._proxy import proxy, proxy_steerable
+from ._security import (
+    CurveClient,
+    CurveServer,
+    PlainClient,
+    PlainServer,
+    curve_keypair,
+    curve_public,
+)
 from ._socket import Socket
 from ._sockets import (
     Channel,
@@ -43,9 +51,19 @@ from ._sockets import (
     XPub,
     XSub,
 )
-from .zmtp import ProtocolError
+from ._zap import Authenticator
+from .zmtp import ProtocolError, z85_decode, z85_encode
 
 __all__ = [
+    "Authenticator",
+    "CurveClient",
+    "CurveServer",
+    "PlainClient",
+    "PlainServer",
+    "curve_keypair",
+    "curve_public",
+    "z85_decode",
+    "z85_encode",
     "Channel",
     "Client",
     "Dish",

@@ -125,10 +125,27 @@ def _topics(name: str, value: Any) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _security(name: str, value: Any) -> None:
-    if value is not None:
-        raise ValueError(f"{name}: only the NULL mechanism (security=None) is available so far")
-    return None
+def _security(name: str, value: Any) -> Any:
+    from ._security import CurveClient, CurveServer, PlainClient, PlainServer
+
+    if value is None or isinstance(value, (CurveServer, CurveClient, PlainServer, PlainClient)):
+        return value
+    raise ValueError(
+        f"{name} must be None, trizmq.CurveServer, CurveClient, PlainServer or PlainClient, "
+        f"not {value!r}"
+    )
+
+
+def _zap_domain(name: str, value: Any) -> str:
+    if not isinstance(value, str) or len(value.encode()) > 255:
+        raise ValueError(f"{name} must be a str of at most 255 bytes, not {value!r}")
+    return value
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+    return value
 
 
 @attrs.frozen
@@ -157,6 +174,8 @@ OPTIONS: dict[str, OptionSpec] = {
     "immediate": OptionSpec(False, _flag),
     "maxmsgsize": OptionSpec(-1, _maxmsgsize),
     "security": OptionSpec(None, _security),
+    "zap_domain": OptionSpec("", _zap_domain),
+    "max_handshakes": OptionSpec(100, _count),
     "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),

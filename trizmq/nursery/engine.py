@@ -47,9 +47,10 @@ from .. import _monitor as monitor
 from .. import transport
 from .._endpoint import Endpoint
 from .._errors import EndpointError
+from .._zap import ZAP_VERSION, current_authenticator
 from ..transport import udp
 from ..transport.inproc import registry
-from ..zmtp import Connection, ProtocolError
+from ..zmtp import Connection, ProtocolError, ZapReply, ZapRequest, decode_metadata
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
 from ..zmtp.socket_types import is_compatible
 from ..zmtp.udp import decode_datagram, encode_datagram
@@ -133,6 +134,9 @@ class SocketEngine:
         self.peers: set[Peer] = set()
         self.flush_lot = trio.lowlevel.ParkingLot()
         self.closing = False
+        self.zap_requests = 0
+        #: connections still in their handshake, bounded by ``max_handshakes``
+        self.handshake_slots = trio.Semaphore(options["max_handshakes"])
         #: udp datagrams that did not parse / that a full queue or a failed send lost
         self.datagrams_malformed = 0
         self.datagrams_dropped = 0
@@ -271,13 +275,19 @@ class SocketEngine:
         with trio.CancelScope() as scope:
             task_status.started(scope)
             while True:
+                # at most max_handshakes accepted connections may be mid-handshake: past
+                # that the kernel's backlog holds newcomers (a slow-loris flood waits
+                # out handshake_ivl instead of growing memory)
+                await self.handshake_slots.acquire()
                 try:
                     stream, address = await listener.accept()
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    self.handshake_slots.release()
                     return
                 except OSError as exc:
                     # EMFILE and friends: log, breathe, go on serving the others
                     log.warning("%s: accept failed: %s", endpoint, exc)
+                    self.handshake_slots.release()
                     await trio.sleep(0.1)
                     continue
                 self.emit(monitor.Accepted(endpoint, address))
@@ -290,9 +300,17 @@ class SocketEngine:
             endpoint, "stream", Pipe(self.options["sndhwm"]), Pipe(self.options["rcvhwm"])
         )
         peer.remote_address = address
+        slot = [True]
+
+        def release() -> None:
+            if slot[0]:
+                slot[0] = False
+                self.handshake_slots.release()
+
         try:
-            await self.run_connection(stream, peer, attached=False)
+            await self.run_connection(stream, peer, attached=False, handshake_done=release)
         finally:
+            release()
             peer.out_pipe.clear()
             self.detach(peer)
             with trio.CancelScope(shield=True):
@@ -349,18 +367,28 @@ class SocketEngine:
                 await trio.sleep(wait)
 
     async def run_connection(
-        self, stream: trio.abc.Stream, peer: Peer, *, attached: bool
+        self,
+        stream: trio.abc.Stream,
+        peer: Peer,
+        *,
+        attached: bool,
+        handshake_done: Callable[[], None] | None = None,
     ) -> Outcome:
-        """Handshake on ``stream``, then run its reader and writer until it ends."""
+        """Handshake on ``stream``, then run its reader and writer until it ends.
+
+        ``handshake_done`` is called once the handshake is over, whatever its outcome.
+        """
         options = self.options
+        security = options["security"]
         conn = Connection(
             self.socket_type,
             identity=self.identity,
             maxmsgsize=options["maxmsgsize"],
+            mechanism=security.mechanism() if security is not None else None,
         )
         where = f"{peer.endpoint} {peer.remote_address}".rstrip()
         try:
-            events = await self.handshake(stream, conn)
+            events = await self.handshake(stream, conn, peer)
         except ProtocolError as exc:
             log.warning("%s: handshake refused: %s", where, exc)
             self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, str(exc)))
@@ -380,6 +408,9 @@ class SocketEngine:
             log.debug("%s: lost during handshake: %s", where, exc)
             self.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, str(exc)))
             return Outcome.LOST
+        finally:
+            if handshake_done is not None:
+                handshake_done()
         peer.conn = conn
         peer.peer_type = conn.peer_socket_type
         peer.identity = conn.peer_identity
@@ -422,8 +453,8 @@ class SocketEngine:
             self.flush_lot.unpark_all()
         return state["outcome"]
 
-    async def handshake(self, stream: trio.abc.Stream, conn: Connection) -> list[Any]:
-        """Greeting and mechanism exchange; returns events that followed in the same read."""
+    async def handshake(self, stream: trio.abc.Stream, conn: Connection, peer: Peer) -> list[Any]:
+        """Greeting, mechanism exchange and ZAP; returns events that followed in the same read."""
         limit = self.options["handshake_ivl"]
         with trio.fail_after(limit if limit is not None else math.inf):
             await stream.send_all(conn.start())
@@ -432,6 +463,23 @@ class SocketEngine:
                 if not data:
                     raise _ConnectionLost("peer closed the connection during the handshake")
                 events = conn.receive_data(data)
+                while conn.pending_zap is not None:
+                    reply = await self.zap(conn.pending_zap, peer)
+                    try:
+                        events += conn.zap_reply(reply)
+                    except ProtocolError:
+                        # the refusal's ERROR is queued: let the client read why
+                        with contextlib.suppress(
+                            trio.BrokenResourceError, trio.ClosedResourceError, OSError
+                        ):
+                            await stream.send_all(conn.data_to_send())
+                        raise
+                if conn.handshake_complete and not await self.null_zap_admits(conn, peer):
+                    with contextlib.suppress(
+                        trio.BrokenResourceError, trio.ClosedResourceError, OSError
+                    ):
+                        await stream.send_all(conn.data_to_send() + conn.encode_error("400"))
+                    raise ProtocolError("ZAP refused the client (400)")
                 out = conn.data_to_send()
                 if out:
                     await stream.send_all(out)
@@ -442,6 +490,50 @@ class SocketEngine:
                     return [
                         e for e in events if e.__class__ is list or e.__class__ in _PEER_COMMANDS
                     ]
+
+    def zap_request(
+        self, mechanism: bytes, credentials: tuple[bytes, ...], peer: Peer
+    ) -> list[bytes]:
+        """The RFC 27 request frames for one handshake."""
+        self.zap_requests += 1
+        address = peer.remote_address.rpartition(":")[0].strip("[]")
+        return [
+            ZAP_VERSION,
+            b"%d" % self.zap_requests,
+            self.options["zap_domain"].encode(),
+            address.encode(),
+            peer.identity,
+            mechanism,
+            *credentials,
+        ]
+
+    async def zap(self, request: ZapRequest, peer: Peer) -> ZapReply:
+        """Ask the run's Authenticator; without one, CURVE admits and PLAIN refuses."""
+        handler = current_authenticator()
+        if handler is None:
+            await trio.lowlevel.checkpoint()
+            if request.mechanism == b"PLAIN":
+                return ZapReply("400", "no authenticator: a PLAIN server admits nobody")
+            return ZapReply("200", "OK")
+        reply = await handler.handle(self.zap_request(request.mechanism, request.credentials, peer))
+        code = reply[2].decode("ascii", "replace") if len(reply) > 2 else "500"
+        text = reply[3].decode("utf-8", "replace") if len(reply) > 3 else ""
+        user_id = reply[4] if len(reply) > 4 else b""
+        try:
+            metadata = decode_metadata(reply[5]) if len(reply) > 5 and reply[5] else {}
+        except ProtocolError:
+            return ZapReply("500", "malformed metadata in the ZAP reply")
+        return ZapReply(code, text, user_id, metadata)
+
+    async def null_zap_admits(self, conn: Connection, peer: Peer) -> bool:
+        """NULL consults ZAP only for sockets with a zap_domain, as in libzmq."""
+        if self.options["security"] is not None or not self.options["zap_domain"]:
+            return True
+        handler = current_authenticator()
+        if handler is None:
+            return True
+        reply = await handler.handle(self.zap_request(b"NULL", (), peer))
+        return len(reply) > 2 and reply[2] == b"200"
 
     async def reader(
         self,

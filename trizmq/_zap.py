@@ -1,0 +1,217 @@
+"""ZAP (27/ZAP): who may connect to the server sockets of a ``trio.run``.
+
+An :class:`Authenticator` entered with ``async with`` serves ZAP for every trizmq
+socket of the current ``trio.run`` (a ``RunVar`` holds it), including sockets
+opened before it: every handshake that starts while it runs consults it. Requests
+and replies use RFC 27's frames (version ``1.0``, request id, domain, address,
+identity, mechanism, credentials → version, request id, status code, status text,
+user id, metadata) and are exchanged in-process rather than over
+``inproc://zeromq.zap.01``; a custom policy overrides :meth:`Authenticator.authenticate`.
+
+Rules:
+
+* ``deny`` lists refused client addresses and ``allow`` the only admitted ones
+  (addresses or networks, ``"10.0.0.0/8"``); both are checked before any credential.
+  A client with no IP address (ipc) is refused when an ``allow`` list is given.
+* PLAIN: ``passwords`` maps user names to passwords; without it every PLAIN client
+  is refused. The user id is the user name.
+* CURVE: ``curve_keys`` lists the admitted client public keys (Z85 or 32 raw bytes);
+  omitted, any key is admitted. The user id is the key in Z85.
+* NULL: consulted only for sockets with a ``zap_domain``, as in libzmq; only the
+  address lists apply.
+* ``domain``: if given, the authenticator answers only for that ZAP domain and
+  refuses the others.
+
+Without an authenticator, as in libzmq 4.3, a CURVE server admits any client that
+completes the handshake, and a PLAIN server refuses every client.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+
+import attrs
+import trio
+
+from .zmtp.metadata import encode_metadata
+from .zmtp.z85 import decode_key, z85_encode
+
+__all__ = ["Authenticator", "ZapRequestFrames", "current_authenticator"]
+
+log = logging.getLogger("trizmq")
+
+_CURRENT: trio.lowlevel.RunVar[Authenticator | None] = trio.lowlevel.RunVar(
+    "trizmq_authenticator", default=None
+)
+ZAP_VERSION = b"1.0"
+
+
+def current_authenticator() -> Authenticator | None:
+    """The authenticator serving the current ``trio.run``, if any."""
+    return _CURRENT.get()
+
+
+@attrs.frozen
+class ZapRequestFrames:
+    """One parsed RFC 27 request."""
+
+    request_id: bytes
+    domain: str
+    address: str
+    identity: bytes
+    mechanism: str
+    credentials: tuple[bytes, ...]
+
+    @classmethod
+    def parse(cls, frames: list[bytes]) -> ZapRequestFrames:
+        """Parse RFC 27 request frames (without the REQ envelope)."""
+        if len(frames) < 6 or frames[0] != ZAP_VERSION:
+            raise ValueError("not a ZAP 1.0 request")
+        _version, request_id, domain, address, identity, mechanism, *credentials = frames
+        return cls(
+            request_id,
+            domain.decode("utf-8", "replace"),
+            address.decode("utf-8", "replace"),
+            identity,
+            mechanism.decode("ascii", "replace"),
+            tuple(credentials),
+        )
+
+
+def _networks(
+    entries: Iterable[str] | None, name: str
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network] | None:
+    if entries is None:
+        return None
+    if isinstance(entries, str):
+        entries = [entries]
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"{name}: {entry!r} is not an IP address or network") from None
+    return networks
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
+class Authenticator:
+    """Serves ZAP for the sockets of the current ``trio.run``; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        passwords: Mapping[bytes | str, bytes | str] | None = None,
+        curve_keys: Iterable[bytes | str] | None = None,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        domain: str | None = None,
+    ) -> None:
+        self.passwords = (
+            None
+            if passwords is None
+            else {_bytes(user): _bytes(password) for user, password in passwords.items()}
+        )
+        self.curve_keys = (
+            None
+            if curve_keys is None
+            else {decode_key(key, name="curve_keys") for key in curve_keys}
+        )
+        self.allow = _networks(allow, "allow")
+        self.deny = _networks(deny, "deny")
+        self.domain = domain
+        #: how many requests were admitted and refused
+        self.admitted = 0
+        self.refused = 0
+
+    async def __aenter__(self) -> Authenticator:
+        if _CURRENT.get() is not None:
+            raise RuntimeError("an Authenticator is already serving this trio.run")
+        _CURRENT.set(self)
+        await trio.lowlevel.checkpoint()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if _CURRENT.get() is self:
+            _CURRENT.set(None)
+
+    async def handle(self, frames: list[bytes]) -> list[bytes]:
+        """Answer one RFC 27 request (frames) with RFC 27 reply frames."""
+        try:
+            request = ZapRequestFrames.parse(frames)
+        except ValueError:
+            return [
+                ZAP_VERSION,
+                frames[1] if len(frames) > 1 else b"",
+                b"500",
+                b"bad request",
+                b"",
+                b"",
+            ]
+        code, text, user_id, metadata = self.authenticate(request)
+        if code == "200":
+            self.admitted += 1
+        else:
+            self.refused += 1
+            log.info(
+                "ZAP refused %s client %s: %s %s", request.mechanism, request.address, code, text
+            )
+        await trio.lowlevel.checkpoint()
+        return [
+            ZAP_VERSION,
+            request.request_id,
+            code.encode(),
+            text.encode(),
+            user_id,
+            encode_metadata(metadata),
+        ]
+
+    def authenticate(self, request: ZapRequestFrames) -> tuple[str, str, bytes, dict[str, bytes]]:
+        """(status code, status text, user id, metadata) for one request; override freely."""
+        if self.domain is not None and request.domain != self.domain:
+            return "400", "unknown domain", b"", {}
+        refused = self.check_address(request.address)
+        if refused:
+            return "400", refused, b"", {}
+        if request.mechanism == "NULL":
+            return "200", "OK", b"", {}
+        if request.mechanism == "PLAIN":
+            if len(request.credentials) != 2:
+                return "400", "bad credentials", b"", {}
+            user, password = request.credentials
+            if self.passwords is None or self.passwords.get(user) != password:
+                return "400", "invalid username or password", b"", {}
+            return "200", "OK", user, {}
+        if request.mechanism == "CURVE":
+            if len(request.credentials) != 1 or len(request.credentials[0]) != 32:
+                return "400", "bad credentials", b"", {}
+            key = request.credentials[0]
+            if self.curve_keys is not None and key not in self.curve_keys:
+                return "400", "unknown public key", b"", {}
+            return "200", "OK", z85_encode(key), {}
+        return "500", f"unsupported mechanism {request.mechanism}", b"", {}
+
+    def check_address(self, address: str) -> str:
+        """Why ``address`` is refused by the lists, or "" if it is not."""
+        if self.allow is None and self.deny is None:
+            return ""
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return "address not allowed" if self.allow is not None else ""
+        if self.deny is not None and any(ip in net for net in self.deny):
+            return "address denied"
+        if self.allow is not None and not any(ip in net for net in self.allow):
+            return "address not allowed"
+        return ""
