@@ -75,6 +75,9 @@ class Socket:
         self._nursery_manager: Any = None
         self._closed = False
         self._closing = False
+        #: the hot paths' one check: entered, open, and able to send / receive
+        self._sendable = False
+        self._recvable = False
         self._closed_event: trio.Event | None = None
         self._ops = 0
         self._monitors: list[Monitor] = []
@@ -116,6 +119,8 @@ class Socket:
             self._wake_senders,
         )
         self._engine.emit = self._emit
+        self._sendable = self._strategy.can_send
+        self._recvable = self._strategy.can_recv
         try:
             for endpoint in self._options["bind"]:
                 await self._engine.bind(endpoint)
@@ -161,6 +166,7 @@ class Socket:
                 await trio.lowlevel.checkpoint()
             return
         self._closing = True
+        self._sendable = self._recvable = False
         # the rest of a message half read with recv(), or half sent with more=True
         self._incoming.clear()
         self._outgoing = []
@@ -266,9 +272,14 @@ class Socket:
         await trio.lowlevel.checkpoint_if_cancelled()
         strategy = self._strategy
         while True:
-            self._check_send()
-            if self._engine is not None and strategy.send(msg):
-                await self._tick()
+            if not self._sendable:
+                self._check_send()
+            if strategy.send(msg):
+                # the fast path: yield to the scheduler only once every YIELD_EVERY calls
+                self._ops += 1
+                if self._ops >= YIELD_EVERY:
+                    self._ops = 0
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 return
             await self._send_lot.park()
 
@@ -286,7 +297,7 @@ class Socket:
 
     async def send(self, data: Any, *, more: bool = False) -> None:
         """Send one frame; ``more=True`` continues a multipart message (sent atomically)."""
-        frame = _frame(data)
+        frame = data if data.__class__ is bytes else _frame(data)
         if more:
             self._check_send()
             self._outgoing.append(frame)
@@ -294,9 +305,9 @@ class Socket:
             return
         if self._outgoing:
             msg, self._outgoing = [*self._outgoing, frame], []
-            await self.send_multipart(msg)
+            await self._send_raw(msg)
         else:
-            await self.send_multipart((frame,))
+            await self._send_raw([frame])
 
     def send_nowait(self, data: Any, *, more: bool = False) -> None:
         """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
@@ -335,10 +346,14 @@ class Socket:
         await trio.lowlevel.checkpoint_if_cancelled()
         strategy = self._strategy
         while True:
-            self._check_recv()
+            if not self._recvable:
+                self._check_recv()
             msg = strategy.recv()
             if msg is not None:
-                await self._tick()
+                self._ops += 1
+                if self._ops >= YIELD_EVERY:
+                    self._ops = 0
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 return msg
             await self._recv_lot.park()
 
@@ -367,8 +382,9 @@ class Socket:
         if self._incoming:
             await trio.lowlevel.checkpoint()
             return self._incoming.popleft()
-        msg = await self.recv_multipart()
-        self._incoming.extend(msg[1:])
+        msg = self._frames_of(await self._recv_raw())
+        if len(msg) > 1:
+            self._incoming.extend(msg[1:])
         return msg[0]
 
     def recv_nowait(self) -> bytes:
