@@ -283,6 +283,37 @@ class Socket:
                 return
             await self._send_lot.park()
 
+    def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
+        """A message given as frames, in the strategy's own form."""
+        msg = [_frame(f) for f in frames]
+        if not msg:
+            raise ValueError("a message needs at least one frame")
+        return msg
+
+    async def send_many(self, messages: Iterable[Iterable[Any]]) -> int:
+        """Send whole messages in order; return how many were sent.
+
+        Equivalent to awaiting :meth:`send_multipart` for each, but it checks for
+        cancellation once, waits only where the pattern says, and yields to the
+        scheduler once at the end: the batch form of the fast path. If it is
+        cancelled while waiting, the messages before the one that waited were sent
+        and that one and the rest were not.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        strategy = self._strategy
+        count = 0
+        for frames in messages:
+            msg = self._prepare(frames)
+            while True:
+                if not self._sendable:
+                    self._check_send()
+                if strategy.send(msg):
+                    break
+                await self._send_lot.park()
+            count += 1
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return count
+
     def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
         """Send a whole message or raise ``trio.WouldBlock``."""
         msg = [_frame(f) for f in frames]
@@ -394,6 +425,24 @@ class Socket:
         msg = self.recv_multipart_nowait()
         self._incoming.extend(msg[1:])
         return msg[0]
+
+    async def recv_many(self, max_messages: int = 1024) -> list[list[bytes]]:
+        """Wait for one whole message, then take up to ``max_messages`` already queued.
+
+        The batch form of :meth:`recv_multipart`: one wake-up for many messages.
+        """
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int):
+            raise TypeError(f"max_messages must be an int, not {max_messages!r}")
+        if max_messages < 1:
+            raise ValueError(f"max_messages must be >= 1, not {max_messages!r}")
+        batch = [await self.recv_multipart()]
+        strategy = self._strategy
+        while len(batch) < max_messages and not self._closing:
+            msg = strategy.recv()
+            if msg is None:
+                break
+            batch.append(self._frames_of(msg))
+        return batch
 
     @property
     def rcvmore(self) -> bool:

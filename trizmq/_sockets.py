@@ -164,6 +164,9 @@ class _SinglePart(Socket):
             raise ValueError(f"a {self.socket_type} socket sends single-frame messages only")
         self._send_raw_nowait(self._wrap(_frame(data), **address))
 
+    def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
+        return self._wrap(self._one(frames))
+
     async def send_multipart(self, frames: Iterable[Any]) -> None:
         """Send a one-frame list (anything longer raises ``ValueError``)."""
         await self._send_raw(self._wrap(self._one(frames)))
