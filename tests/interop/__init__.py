@@ -1,0 +1,1 @@
+"""Interoperability with libzmq through pyzmq, over real tcp and ipc sockets."""
