@@ -220,7 +220,7 @@ class Socket:
     def monitor(self, capacity: int = 1000) -> Monitor:
         """Watch this socket's events: ``async with sock.monitor() as events: async for ...``.
 
-        See :mod:`trizmq._monitor` for the event types. The monitor ends when the
+        See :class:`trizmq.MonitorEvent` and docs/monitor.md for the event types. It ends when the
         socket closes; it keeps at most ``capacity`` unread events.
         """
         if self._closing:
