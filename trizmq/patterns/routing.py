@@ -28,13 +28,16 @@ T = TypeVar("T")
 class _Rotation(Generic[T]):
     """Peers in a fixed order with a cursor: the shared core of both directions."""
 
-    __slots__ = ("_current", "_members", "_peers")
+    __slots__ = ("_current", "_members", "_peers", "only")
 
     def __init__(self) -> None:
         self._peers: list[T] = []
         self._members: set[T] = set()
         #: index in ``_peers`` of the next candidate; 0 when there are no peers
         self._current = 0
+        #: the peer when there is exactly one, else None: the hot paths' shortcut,
+        #: since one peer is the common case and needs no rotation
+        self.only: T | None = None
 
     def add(self, peer: T) -> None:
         """Append ``peer`` at the end of the rotation; adding it twice is a no-op."""
@@ -42,6 +45,7 @@ class _Rotation(Generic[T]):
             return
         self._members.add(peer)
         self._peers.append(peer)
+        self.only = peer if len(self._peers) == 1 else None
 
     def remove(self, peer: T) -> None:
         """Drop ``peer``; no-op if absent. The peer after it keeps its turn."""
@@ -59,12 +63,14 @@ class _Rotation(Generic[T]):
         if current >= len(peers):
             current = 0
         self._current = current
+        self.only = peers[0] if len(peers) == 1 else None
 
     def clear(self) -> None:
         """Forget every peer."""
         self._peers.clear()
         self._members.clear()
         self._current = 0
+        self.only = None
 
     def next_peer(self, ready: Callable[[T], bool]) -> T | None:
         """The next peer, after the last one chosen, for which ``ready(peer)`` is true.

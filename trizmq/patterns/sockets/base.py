@@ -57,6 +57,8 @@ class SocketStrategy:
         self.readable = readable
         self.writable = writable
         self.inbound: FairQueue[Any] = FairQueue()
+        #: True when :meth:`accept` is not overridden, so recv can skip calling it
+        self.accepts_all = type(self).accept is SocketStrategy.accept
 
     # -- peers -------------------------------------------------------------------
     def attach(self, peer: Any) -> bool:
@@ -82,19 +84,23 @@ class SocketStrategy:
 
     def recv(self) -> list[bytes] | None:
         """The next message, fair-queued over peers; None when there is none."""
+        inbound = self.inbound
         while True:
-            peer = self.inbound.next_peer(has_data)
-            if peer is None:
-                return None
+            peer = inbound.only
+            if peer is None or not peer.in_pipe:
+                peer = inbound.next_peer(has_data)
+                if peer is None:
+                    return None
             item = peer.in_pipe.popleft()
             if peer.gone and not peer.in_pipe:
-                self.inbound.remove(peer)
-            if item.__class__ is list and self.accept(peer, item):
+                inbound.remove(peer)
+            if item.__class__ is list and (self.accepts_all or self.accept(peer, item)):
                 return item  # type: ignore[no-any-return,unused-ignore]
 
     def accept(self, peer: Any, msg: list[bytes]) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""
         return True
+
 
     def incoming(self, peer: Any) -> None:
         """Eager strategies consume ``peer.in_pipe`` here as soon as it fills."""

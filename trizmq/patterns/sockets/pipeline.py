@@ -35,8 +35,12 @@ class PushStrategy(SocketStrategy):
         super().detach(peer)
 
     def send(self, msg: list[bytes]) -> bool:
-        peer = self.outbound.next_peer(can_take)
+        peer = self.outbound.only
         if peer is None:
+            peer = self.outbound.next_peer(can_take)
+            if peer is None:
+                return False
+        elif peer.out_pipe.full:
             return False
         peer.out_pipe.put(msg)
         return True
