@@ -425,3 +425,12 @@ async def test_proxy_between_libzmq_req_clients_and_rep_workers() -> None:
             finally:
                 stop.set()
                 ctx.destroy(linger=0)
+
+
+async def test_addressed_draft_types_are_refused_up_front() -> None:
+    with trio.fail_after(5):
+        async with trizmq.Dish(bind="inproc://proxy-dish") as dish, trizmq.Radio(
+            connect="inproc://proxy-radio-nowhere"
+        ) as radio:
+            with pytest.raises(ValueError, match="cannot be proxied"):
+                await trizmq.proxy(dish, radio)

@@ -33,7 +33,7 @@ from .patterns.sockets import STRATEGIES, SocketStrategy
 __all__ = ["Socket"]
 
 #: a send or receive that did not wait still yields to the scheduler once per this many calls
-YIELD_EVERY = 32
+YIELD_EVERY = 128
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 

@@ -6,7 +6,7 @@
 //   node tests/node/peer.js --type TYPE (--bind EP | --connect EP)* [--join GROUP]*
 //        [--send N [--group G | --group-hex HEX] [--body B | --body-hex HEX]
 //         [--interval MS] [--forever] [--routing-id ID]]
-//        [--recv N] [--echo N] [--timeout MS] [--settle MS]
+//        [--recv N] [--echo N] [--timeout MS] [--settle MS] [--after MS] [--stay]
 //
 // TYPE: radio dish client server scatter gather (draft), pub sub push pull pair
 //       dealer router req rep.
@@ -21,6 +21,9 @@
 // --recv N: print N received messages, then exit. With both --send and --recv, the
 //   sending runs first (client request/reply) unless --forever is given.
 // --echo N: receive N messages and send each body back (server: to its sender).
+// --after MS: wait this long after the last send before exiting (default 100).
+// --stay: print {"done": true} at once, then exit (0) only when stdin closes, so a
+//   caller that has read everything it expects lets the peer go (no flush race).
 // Exit codes: 0 done, 2 bad arguments, 3 timeout, 1 any other error.
 "use strict"
 
@@ -47,7 +50,7 @@ const TYPES = {
   rep: zmq.Reply,
 }
 const REPEATABLE = new Set(["bind", "connect", "join"])
-const FLAGS = new Set(["forever"])
+const FLAGS = new Set(["forever", "stay"])
 
 function usage(message) {
   process.stderr.write(`peer.js: ${message}\n`)
@@ -89,6 +92,15 @@ function bodyFor(template, i) {
 }
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+function stdinClosed() {
+  return new Promise(resolve => {
+    process.stdin.on("end", resolve)
+    process.stdin.on("close", resolve)
+    process.stdin.on("error", resolve)
+    process.stdin.resume()
+  })
+}
 
 async function main() {
   const args = parse(process.argv.slice(2))
@@ -173,6 +185,15 @@ async function main() {
     report(received)
     if (type === "server") await sock.send(received[0], { routingId: received[1].routingId })
     else await sock.send(received)
+  }
+  if (args.stay) {
+    // report, then stay until stdin closes: the caller has what it needs by then,
+    // so no message is lost to an exit before libzmq flushed it
+    out({ done: true })
+    await stdinClosed()
+    clearTimeout(timer)
+    sock.close()
+    process.exit(0)
   }
   await sleep(Number(args.after ?? 100)) // let the last messages leave
   clearTimeout(timer)

@@ -361,8 +361,10 @@ class SocketEngine:
                     wait = delay
                     if cap > base:
                         delay = min(delay * 2, cap)
-                # jitter keeps a crowd of clients from reconnecting in lockstep
-                wait *= random.uniform(0.9, 1.1)
+                # jitter keeps a crowd of clients from reconnecting in lockstep; after a
+                # refusal it only lengthens the wait, which stays at least REFUSED_MIN
+                refused_now = outcome is Outcome.REFUSED
+                wait *= random.uniform(1.0, 1.1) if refused_now else random.uniform(0.9, 1.1)
                 self.emit(monitor.ConnectRetried(str(endpoint), wait))
                 await trio.sleep(wait)
 
@@ -682,6 +684,7 @@ class SocketEngine:
         peer = self.new_peer(resolved, "datagram", Pipe(0), Pipe(self.options["rcvhwm"]))
         peer.connected = True
         self.attach(peer)
+        self.peers.add(peer)
         scope = await self.nursery.start(self.datagram_receiver, receiver, peer)
         self.listeners[resolved] = (_DatagramListener(receiver, peer, self), scope)
         self.emit(monitor.Listening(resolved))

@@ -68,8 +68,9 @@ class UdpReceiver:
         self.endpoint = endpoint
 
     async def receive(self) -> bytes:
-        """The next datagram (at most :data:`MAX_DATAGRAM` bytes, as libzmq reads)."""
-        data, _address = await self.socket.recvfrom(MAX_DATAGRAM)
+        """The next datagram; one byte over :data:`MAX_DATAGRAM` is read, so that the
+        decoder refuses an oversized datagram instead of delivering it cut."""
+        data, _address = await self.socket.recvfrom(MAX_DATAGRAM + 1)
         return data  # type: ignore[no-any-return,unused-ignore]
 
     async def aclose(self) -> None:
