@@ -1,0 +1,56 @@
+"""The benchmark suite's quick mode, run once so the suite cannot rot.
+
+Speed is measured by ``python -m benchmarks``, never asserted here: this only checks
+that every quick row ran and produced positive numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+QUICK_ROWS = {
+    "pushpull-tcp-64": ("msgs_s", {"trizmq", "pyzmq", "zmq.asyncio", "raw trio"}),
+    "pushpull-inproc-64": ("msgs_s", {"trizmq", "pyzmq", "zmq.asyncio"}),
+    "pubsub-tcp-64-1": ("msgs_s", {"trizmq", "pyzmq", "zmq.asyncio"}),
+    "reqrep-tcp-64-p50": ("p50_us", {"trizmq", "pyzmq", "zmq.asyncio", "raw trio"}),
+    "reqrep-tcp-64-p99": ("p99_us", {"trizmq", "pyzmq", "zmq.asyncio", "raw trio"}),
+    "mixed-trizmq-pyzmq-tcp-64": ("msgs_s", {"trizmq", "pyzmq"}),
+    "memory-pub-100-stalled": ("peak_rss_mib", {"trizmq"}),
+}
+
+
+def test_quick_benchmarks_produce_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(out.read_text())
+    assert report["meta"]["mode"] == "quick"
+    rows = {row["id"]: row for row in report["rows"]}
+    assert set(rows) == set(QUICK_ROWS)
+    for row_id, (metric, columns) in QUICK_ROWS.items():
+        row = rows[row_id]
+        assert row["metric"] == metric
+        assert set(row["cells"]) == columns, row_id
+        for column, cell in row["cells"].items():
+            assert cell["failed"] == 0, (row_id, column, cell["errors"])
+            assert cell["median"] > 0, (row_id, column)
+            if metric == "msgs_s":
+                assert cell["mb_s"] > 0
+    for row_id in QUICK_ROWS:
+        if row_id != "memory-pub-100-stalled":
+            assert rows[row_id]["ratios"]["trizmq/pyzmq"] > 0
+    memory = rows["memory-pub-100-stalled"]["cells"]["trizmq"]["details"]
+    assert memory["live_peers"] == 100
+    assert {t["target"] for t in report["targets"]}
+    assert "PUSH/PULL tcp 64 B" in done.stdout  # the table
