@@ -668,3 +668,49 @@ async def test_xpub_reports_cancel_when_the_last_holder_leaves(
                 assert await xpub.recv() == b"\x00zz"
                 await assert_nothing_more(xpub)
             assert await xpub.recv() == b"\x00topic"
+
+
+async def test_pub_fans_out_one_message_to_stream_inproc_and_curve_subscribers() -> None:
+    """Several subscribers share one encoding; inproc ones get their own lists; CURVE encrypts."""
+    with trio.fail_after(10):
+        public, secret = trizmq.curve_keypair()
+        client_public, client_secret = trizmq.curve_keypair()
+        async with (
+            trizmq.Pub(bind=["tcp://127.0.0.1:0", "inproc://fanout"]) as plain_pub,
+            trizmq.Pub(
+                bind="tcp://127.0.0.1:0", security=trizmq.CurveServer(secret_key=secret)
+            ) as curve_pub,
+        ):
+            tcp_endpoint = next(e for e in plain_pub.statistics()["bound"] if e.startswith("tcp"))
+            curve_endpoint = curve_pub.statistics()["bound"][0]
+            curve = trizmq.CurveClient(
+                server_key=public, public_key=client_public, secret_key=client_secret
+            )
+            async with (
+                trizmq.Sub(connect=tcp_endpoint, subscribe=b"") as s1,
+                trizmq.Sub(connect=tcp_endpoint, subscribe=b"") as s2,
+                trizmq.Sub(connect="inproc://fanout", subscribe=b"") as s3,
+                trizmq.Sub(connect="inproc://fanout", subscribe=b"") as s4,
+                trizmq.Sub(connect=curve_endpoint, subscribe=b"", security=curve) as s5,
+                trizmq.Sub(connect=curve_endpoint, subscribe=b"", security=curve) as s6,
+            ):
+                subs = [s1, s2, s3, s4]
+                ready: set[int] = set()
+                while len(ready) < 6:  # until every subscription has reached its PUB
+                    await plain_pub.send_multipart([b"probe", b"x"])
+                    await curve_pub.send_multipart([b"probe", b"x"])
+                    with trio.move_on_after(0.02):
+                        for index, sub in enumerate([*subs, s5, s6]):
+                            if index not in ready:
+                                await sub.recv_multipart()
+                                ready.add(index)
+                for i in range(3):
+                    await plain_pub.send_multipart([b"topic", b"%d" % i])
+                    await curve_pub.send_multipart([b"topic", b"%d" % i])
+                for sub in [*subs, s5, s6]:
+                    got = []
+                    while len(got) < 3:
+                        frames = await sub.recv_multipart()
+                        if frames[0] == b"topic":
+                            got.append(frames)
+                    assert got == [[b"topic", b"%d" % i] for i in range(3)]

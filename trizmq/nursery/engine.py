@@ -48,6 +48,7 @@ from .. import transport
 from .._endpoint import Endpoint
 from .._errors import EndpointError
 from .._zap import ZAP_VERSION, current_authenticator
+from ..patterns.sockets.base import Fanout
 from ..transport import udp
 from ..transport.inproc import registry
 from ..zmtp import Connection, ProtocolError, ZapReply, ZapRequest, decode_metadata
@@ -628,6 +629,8 @@ class SocketEngine:
         pipe = peer.out_pipe
         encode_into = conn.encode_message_into
         encoders = _COMMAND_ENCODERS
+        # a PUB's message for several subscribers is encoded once, unless encrypted
+        share = not conn.mechanism.encrypts
         try:
             while True:
                 if not pipe:
@@ -644,10 +647,20 @@ class SocketEngine:
                 buf = bytearray()
                 while pipe and len(buf) < WRITE_BATCH:
                     item = pipe.popleft()
-                    if item.__class__ is list:
+                    cls = item.__class__
+                    if cls is list:
                         encode_into(buf, item)
+                    elif cls is Fanout:
+                        if not share:
+                            encode_into(buf, item.frames)
+                        elif item.wire is not None:
+                            buf += item.wire
+                        else:
+                            start = len(buf)
+                            encode_into(buf, item.frames)
+                            item.wire = bytes(buf[start:])
                     else:
-                        buf += encoders[item.__class__](conn, item)
+                        buf += encoders[cls](conn, item)
                 await stream.send_all(buf)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.debug("%s: write failed: %s", where, exc)

@@ -20,7 +20,21 @@ from typing import Any, ClassVar
 
 from ..routing import FairQueue
 
-__all__ = ["SocketStrategy", "can_take", "has_data"]
+__all__ = ["Fanout", "SocketStrategy", "can_take", "has_data"]
+
+
+class Fanout:
+    """One message queued to several tcp/ipc peers: their writers encode it once.
+
+    The first writer to meet it stores the wire bytes in :attr:`wire`; the others
+    reuse them (only connections without an encrypting mechanism share them).
+    """
+
+    __slots__ = ("frames", "wire")
+
+    def __init__(self, frames: list[bytes]) -> None:
+        self.frames = frames
+        self.wire: bytes | None = None
 
 
 def can_take(peer: Any) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from ...zmtp.events import Cancel, Subscribe
 from ..pubsub import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import SocketStrategy
+from .base import Fanout, SocketStrategy
 
 __all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
 
@@ -62,12 +62,23 @@ class PubStrategy(SocketStrategy):
         self.vanished(self.subscribers.clear_peer(peer))
 
     def send(self, msg: list[bytes]) -> bool:
-        for peer in self.subscribers.matching(msg[0]):
-            pipe = peer.out_pipe
+        peers = self.subscribers.matching(msg[0])
+        if len(peers) == 1:
+            pipe = peers[0].out_pipe
             if pipe.full:
                 self.dropped += 1
             else:
                 pipe.put(msg)
+            return True
+        # several subscribers: stream writers share one encoding, and each inproc
+        # subscriber gets its own list (a receiver may mutate what it gets)
+        shared = Fanout(msg)
+        for peer in peers:
+            pipe = peer.out_pipe
+            if pipe.full:
+                self.dropped += 1
+            else:
+                pipe.put(shared if peer.kind == "stream" else list(msg))
         return True
 
     def recv(self) -> list[bytes] | None:
