@@ -1,0 +1,61 @@
+"""The command line's pure parts: framing, the socket-type tables, key parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from trizmq.cli._common import CAN_RECV, CAN_SEND, SINGLE_PART, SOCKET_TYPES, CliError, parse_side
+from trizmq.cli._keys import load_key, z85_decode, z85_encode
+from trizmq.cli.framing import encode, make_decoder
+
+
+def test_type_tables_match_the_socket_strategies() -> None:
+    for name, cls in SOCKET_TYPES.items():
+        strategy = cls()._strategy
+        assert (name in CAN_SEND) == strategy.can_send, name
+        assert (name in CAN_RECV) == strategy.can_recv, name
+    assert set(SOCKET_TYPES) >= SINGLE_PART
+
+
+@pytest.mark.parametrize("fmt", ["line", "length-prefixed"])
+def test_framing_round_trip_in_pieces(fmt: str) -> None:
+    messages = [[b"a", b"b"], [b"single"], [b"", b"x", b""]]
+    data = b"".join(encode(fmt, m, b"|") for m in messages)
+    decoder = make_decoder(fmt, b"|")
+    out = []
+    for i in range(len(data)):  # one byte at a time
+        out.extend(decoder.feed(data[i : i + 1]))
+    out.extend(decoder.finish())
+    assert out == messages
+
+
+def test_raw_and_line_defaults() -> None:
+    assert encode("raw", [b"a", b"b"], None) == b"ab"
+    assert encode("line", [b"a", b"b"], None) == b"a b\n"
+    decoder = make_decoder("raw", None)
+    assert decoder.feed(b"x\ny") == []
+    assert decoder.finish() == [[b"x\ny"]]
+
+
+def test_truncated_length_prefixed_input() -> None:
+    decoder = make_decoder("length-prefixed", None)
+    decoder.feed(b"\x80\x00\x00\x01a")  # MORE set, no last frame
+    with pytest.raises(CliError):
+        decoder.finish()
+
+
+def test_z85_and_keys() -> None:
+    raw = bytes(range(32))
+    text = z85_encode(raw)
+    assert len(text) == 40 and z85_decode(text) == raw
+    assert z85_encode(bytes.fromhex("864FD26FB559F75B")) == b"HelloWorld"  # RFC 32
+    assert load_key(text.decode(), "--k") == raw
+    assert load_key(raw.hex(), "--k") == raw
+    with pytest.raises(CliError, match="bad key"):
+        load_key("~" * 40, "--k")
+
+
+def test_parse_side() -> None:
+    assert str(parse_side("tcp://*:1")) == "bind:tcp://*:1"
+    assert str(parse_side("connect:tcp://h:1")) == "connect:tcp://h:1"
+    assert str(parse_side("ipc://x.sock", default="connect")) == "connect:ipc://x.sock"

@@ -1,0 +1,216 @@
+"""What every command shares: errors as one line, running trio with signals, socket types.
+
+Rules:
+
+* A user mistake (bad endpoint, port in use, unknown socket type, bad key, ...) is a
+  :class:`CliError`, printed by :func:`trizmq.cli.main` as ONE line on stderr with a
+  non-zero exit status, never a traceback. :func:`run` turns the errors trizmq and
+  the OS raise for such mistakes (``ZMQError``, ``OSError``) into a ``CliError``,
+  looking through trio's exception groups.
+* SIGINT and SIGTERM are handled with :func:`trio.open_signal_receiver`: the command
+  is cancelled (its sockets close without linger) and the exit status is
+  ``128 + signal`` (130 for Ctrl-C). A ``KeyboardInterrupt`` that arrives before the
+  receiver is installed ends the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import attrs
+import trio
+
+import trizmq
+
+__all__ = [
+    "CAN_RECV",
+    "CAN_SEND",
+    "SINGLE_PART",
+    "SOCKET_TYPES",
+    "CliError",
+    "EndpointSpec",
+    "attach",
+    "make_socket",
+    "parse_side",
+    "run",
+]
+
+#: every socket type the command line knows, by its lower-case name
+SOCKET_TYPES: dict[str, type[trizmq.Socket]] = {
+    cls.socket_type.lower(): cls
+    for cls in (
+        trizmq.Pair,
+        trizmq.Pub,
+        trizmq.Sub,
+        trizmq.XPub,
+        trizmq.XSub,
+        trizmq.Push,
+        trizmq.Pull,
+        trizmq.Req,
+        trizmq.Rep,
+        trizmq.Dealer,
+        trizmq.Router,
+        trizmq.Radio,
+        trizmq.Dish,
+        trizmq.Client,
+        trizmq.Server,
+        trizmq.Scatter,
+        trizmq.Gather,
+        trizmq.Channel,
+        trizmq.Peer,
+    )
+}
+
+#: the types that can send / receive (tests check these against the socket strategies)
+_SEND = "pair pub xpub xsub push req rep dealer router radio client server scatter channel peer"
+_RECV = "pair sub xsub xpub pull req rep dealer router dish client server gather channel peer"
+CAN_SEND = frozenset(_SEND.split(" "))
+CAN_RECV = frozenset(_RECV.split(" "))
+#: the draft types whose messages have exactly one frame
+SINGLE_PART = frozenset(
+    ("radio", "dish", "client", "server", "scatter", "gather", "channel", "peer")
+)
+
+
+class CliError(Exception):
+    """A user mistake or an environment problem: one line on stderr, exit ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def describe(exc: BaseException) -> str:
+    """The one-line text of an error (``OSError`` without its ``[Errno N]`` prefix)."""
+    if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:
+        text = exc.strerror
+        if exc.filename is not None:
+            text = f"{exc.filename}: {text}"
+        return text
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())  # one line, whatever the message held
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    # duck-typed: Python 3.10 has no builtin BaseExceptionGroup (trio uses a backport)
+    subs = getattr(exc, "exceptions", None)
+    if isinstance(subs, tuple) and all(isinstance(e, BaseException) for e in subs):
+        out: list[BaseException] = []
+        for sub in subs:
+            out.extend(_leaves(sub))
+        return out
+    return [exc]
+
+
+_USER_ERRORS = (CliError, trizmq.ZMQError, OSError)
+
+
+@attrs.define
+class _State:
+    signum: int | None = None
+
+
+async def _main_with_signals(fn: Callable[[], Awaitable[int | None]], state: _State) -> int:
+    code: int | None = 0
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    state.signum = signum
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch)
+            code = await fn()
+            nursery.cancel_scope.cancel()
+    return code or 0
+
+
+def run(fn: Callable[[], Awaitable[int | None]]) -> int:
+    """Run ``fn`` under trio with signal handling; return the exit status.
+
+    Raises :class:`CliError` for a user mistake found anywhere in ``fn``.
+    """
+    state = _State()
+    try:
+        code = trio.run(_main_with_signals, fn, state)
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as exc:
+        leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)]
+        if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+            return 130
+        if any(isinstance(e, BrokenPipeError) for e in leaves):
+            _silence_stdout()
+            return 0
+        for leaf in leaves:
+            if isinstance(leaf, _USER_ERRORS):
+                code = leaf.code if isinstance(leaf, CliError) else 1
+                raise CliError(describe(leaf), code) from None
+        raise
+    if state.signum is not None:
+        return 128 + state.signum
+    return code
+
+
+def _silence_stdout() -> None:
+    """After EPIPE on stdout (``trizmq recv | head``): drop further output quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout already gone
+        pass
+
+
+def make_socket(type_name: str, **options: Any) -> trizmq.Socket:
+    """Build a socket of ``type_name``; option mistakes become a :class:`CliError`."""
+    cls = SOCKET_TYPES[type_name]
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as exc:
+        raise CliError(describe(exc)) from None
+
+
+@attrs.frozen
+class EndpointSpec:
+    """One endpoint and whether to bind or connect it."""
+
+    action: str  # "bind" or "connect"
+    endpoint: str
+
+    def __str__(self) -> str:
+        return f"{self.action}:{self.endpoint}"
+
+
+def endpoint_specs(bind: Iterable[str], connect: Iterable[str]) -> list[EndpointSpec]:
+    """``--bind``/``--connect`` values as specs; at least one is required."""
+    specs = [EndpointSpec("bind", e) for e in bind] + [EndpointSpec("connect", e) for e in connect]
+    if not specs:
+        raise CliError("give at least one --bind or --connect endpoint", code=2)
+    return specs
+
+
+def parse_side(text: str, default: str = "bind") -> EndpointSpec:
+    """``bind:tcp://...`` / ``connect:tcp://...`` / a bare endpoint (``default`` action)."""
+    for action in ("bind", "connect"):
+        prefix = action + ":"
+        if text.startswith(prefix) and not text.startswith(prefix + "//"):
+            return EndpointSpec(action, text[len(prefix) :])
+    return EndpointSpec(default, text)
+
+
+async def attach(sock: trizmq.Socket, specs: Iterable[EndpointSpec], *, announce: bool) -> None:
+    """Bind and connect ``sock``; with ``announce``, say on stderr which port a wildcard got."""
+    for spec in specs:
+        if spec.action == "bind":
+            resolved = await sock.bind(spec.endpoint)
+            if announce and resolved != spec.endpoint:
+                print(f"trizmq: bound {resolved}", file=sys.stderr, flush=True)
+        else:
+            await sock.connect(spec.endpoint)
