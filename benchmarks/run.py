@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -323,9 +324,15 @@ def settings_for(mode: str) -> Settings:
 
 # -- running ---------------------------------------------------------------------------------
 def run_cases(
-    cases: list[Case], settings: Settings, log: Any = sys.stderr
+    cases: list[Case],
+    settings: Settings,
+    log: Any = sys.stderr,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, list[Any]]]:
-    """Measure every case; returns {case id: {column: [result dict or error text, ...]}}."""
+    """Measure every case; returns {case id: {column: [result dict or error text, ...]}}.
+
+    ``progress(done, total)`` is called after each measurement (the CLI draws a bar).
+    """
     samples: dict[str, dict[str, list[Any]]] = {}
     # latency cases that share their measurements (p50 and p99 of the same runs)
     shared: dict[tuple[str, ...], str] = {}
@@ -360,6 +367,8 @@ def run_cases(
                         file=log,
                         flush=True,
                     )
+                    if progress is not None:
+                        progress(done, total)
             if reps < settings.repetitions:
                 done += (settings.repetitions - reps) * len(case.columns)
             samples[case.id] = per_column
@@ -685,8 +694,11 @@ def report(
         draw_png(rows, png, title)
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the suite with command-line arguments ``argv``; return the exit status."""
+def run(argv: list[str] | None = None, progress: Callable[[int, int], None] | None = None) -> int:
+    """Run the suite with command-line arguments ``argv``; return the exit status.
+
+    ``progress(done, total)`` is called after each measurement.
+    """
     args = parse_args(argv)
     mode = "quick" if args.quick else "full" if args.full else "default"
     settings = settings_for(mode)
@@ -721,7 +733,7 @@ def run(argv: list[str] | None = None) -> int:
         print("no case matches", file=sys.stderr)
         return 2
     started = time.time()
-    samples = run_cases(cases, settings)
+    samples = run_cases(cases, settings, progress=progress)
     rows = summarize(cases, samples)
     checks = targets(rows)
     elapsed = time.time() - started

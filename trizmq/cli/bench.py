@@ -3,7 +3,7 @@
 Every argument is passed to the suite's ``run(argv)`` (``benchmarks/run.py``),
 which prints its progress and its tables itself (``trizmq bench --quick``,
 ``--only pushpull``, ``--json PATH``; ``trizmq bench -- --help`` lists them).
-On a terminal a spinner runs below the progress lines. ``benchmarks`` is not
+On a terminal a progress bar runs below the suite's progress lines. ``benchmarks`` is not
 installed with trizmq: it is imported from the current directory when it is not
 importable already, so run this from a source checkout.
 """
@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ._common import CliError
 
@@ -33,7 +34,7 @@ def _import(name: str) -> Any:
         return None
 
 
-def load_suite() -> Callable[[list[str]], Any]:
+def load_suite() -> Callable[..., Any]:
     """The suite's ``run(argv)``; a :class:`CliError` when there is no benchmark suite.
 
     Accepts both spellings: ``benchmarks.run(argv)`` (a function) and
@@ -54,13 +55,26 @@ def load_suite() -> Callable[[list[str]], Any]:
 
 
 @contextlib.contextmanager
-def _spinner() -> Iterator[None]:
+def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on a terminal (the suite's lines keep going to stderr)."""
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield
+        yield None
         return
-    with console.status("running the benchmark suite…"):
-        yield
+    with Progress(
+        TextColumn("benchmarks"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("benchmarks", total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -77,6 +91,6 @@ def bench(args: tuple[str, ...]) -> int:
     argv = list(args)
     if argv[:1] == ["--"]:
         argv = argv[1:]
-    with _spinner():
-        code = suite(argv)
+    with _progress_bar() as advance:
+        code = suite(argv, progress=advance)
     return code if isinstance(code, int) else 0
