@@ -38,8 +38,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._errors import HostUnreachable
-from ..routing import RoundRobin
-from .base import SocketStrategy, can_take, has_data
+from .base import SocketStrategy, has_data
+from .pair import PairStrategy
+from .pipeline import RoundRobinOut
 
 __all__ = [
     "ChannelStrategy",
@@ -78,31 +79,14 @@ def unpack_routing_id(frame: bytes) -> int:
     return int.from_bytes(frame, "big")
 
 
-class ClientStrategy(SocketStrategy):
+class ClientStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, single-part."""
 
     socket_type = "CLIENT"
-    can_send = True
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.outbound: RoundRobin[Any] = RoundRobin()
-
-    def attach(self, peer: Any) -> bool:
-        self.outbound.add(peer)
-        return super().attach(peer)
-
-    def detach(self, peer: Any) -> None:
-        self.outbound.remove(peer)
-        super().detach(peer)
 
     def send(self, msg: list[bytes]) -> bool:
         check_single_part(msg, self.socket_type)
-        peer = self.outbound.next_peer(can_take)
-        if peer is None:
-            return False
-        peer.out_pipe.put(msg)
-        return True
+        return super().send(msg)
 
     def accept(self, peer: Any, msg: list[bytes]) -> bool:
         return len(msg) == 1
@@ -130,34 +114,14 @@ class GatherStrategy(SocketStrategy):
         raise NotImplementedError
 
 
-class ChannelStrategy(SocketStrategy):
-    """One exclusive peer, single-part, both ways."""
+class ChannelStrategy(PairStrategy):
+    """One exclusive peer, single-part, both ways (a thread-safe PAIR)."""
 
     socket_type = "CHANNEL"
-    can_send = True
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.peer: Any = None
-
-    def attach(self, peer: Any) -> bool:
-        if self.peer is not None and self.peer is not peer:
-            return False
-        self.peer = peer
-        return super().attach(peer)
-
-    def detach(self, peer: Any) -> None:
-        if self.peer is peer:
-            self.peer = None
-        super().detach(peer)
 
     def send(self, msg: list[bytes]) -> bool:
         check_single_part(msg, self.socket_type)
-        peer = self.peer
-        if peer is None or peer.out_pipe.full:
-            return False
-        peer.out_pipe.put(msg)
-        return True
+        return super().send(msg)
 
     def accept(self, peer: Any, msg: list[bytes]) -> bool:
         return len(msg) == 1

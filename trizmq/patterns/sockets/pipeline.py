@@ -12,15 +12,16 @@ from typing import Any
 from ..routing import RoundRobin
 from .base import SocketStrategy, can_take
 
-__all__ = ["PullStrategy", "PushStrategy"]
+__all__ = ["PullStrategy", "PushStrategy", "RoundRobinOut"]
 
 
-class PushStrategy(SocketStrategy):
-    """Round-robin out."""
+class RoundRobinOut(SocketStrategy):
+    """Outgoing round-robin over peers that can take a message; waits when none can.
 
-    socket_type = "PUSH"
+    Shared by PUSH, DEALER, REQ, CLIENT and SCATTER (30/PIPELINE, 28/REQREP, 41, 49).
+    """
+
     can_send = True
-    can_recv = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -44,6 +45,13 @@ class PushStrategy(SocketStrategy):
             return False
         peer.out_pipe.put(msg)
         return True
+
+
+class PushStrategy(RoundRobinOut):
+    """Round-robin out; no input."""
+
+    socket_type = "PUSH"
+    can_recv = False
 
     def recv(self) -> list[bytes] | None:
         raise NotImplementedError

@@ -34,43 +34,26 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._errors import HostUnreachable, StateError
-from ..routing import RoundRobin
 from .base import SocketStrategy, can_take, has_data
+from .pipeline import RoundRobinOut
 
 __all__ = ["DealerStrategy", "RepStrategy", "ReqStrategy", "RouterStrategy"]
 
 _REQUEST_ID = struct.Struct("!I")
 
 
-class DealerStrategy(SocketStrategy):
+class DealerStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, no envelope change."""
 
     socket_type = "DEALER"
-    can_send = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.outbound: RoundRobin[Any] = RoundRobin()
         self.probe = bool(self.options.get("probe_router", False))
-
-    def attach(self, peer: Any) -> bool:
-        self.outbound.add(peer)
-        return super().attach(peer)
-
-    def detach(self, peer: Any) -> None:
-        self.outbound.remove(peer)
-        super().detach(peer)
 
     def connected(self, peer: Any) -> None:
         if self.probe:
             peer.out_pipe.put([b""])
-
-    def send(self, msg: list[bytes]) -> bool:
-        peer = self.outbound.next_peer(can_take)
-        if peer is None:
-            return False
-        peer.out_pipe.put(msg)
-        return True
 
 
 class ReqStrategy(DealerStrategy):
