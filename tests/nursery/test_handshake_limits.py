@@ -326,8 +326,10 @@ async def test_a_newcomer_is_admitted_once_the_flood_ahead_times_out() -> None:
                 finally:
                     close_flood(flood)
                 watchers.cancel_scope.cancel()
-            # it waited for a slot (one round at least) and not past the flood's timeouts
-            assert handshake_ivl * 0.9 <= waited <= 2 * handshake_ivl + 1.0, waited
+            # it waited for a slot (one round at least) and not past the flood's timeouts;
+            # the slack covers the kernel: with its backlog full it may drop the newcomer's
+            # SYN, which Linux retransmits after 1 s and then 3 s more
+            assert handshake_ivl * 0.9 <= waited <= 2 * handshake_ivl + 4.5, waited
             assert counts.most <= MAX_HANDSHAKES
 
 

@@ -1,0 +1,192 @@
+"""Rows per second through the Spark "zmq" source and sink (64-byte payloads).
+
+    python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
+
+* **source**: a libzmq (pyzmq) PUSH sends ``--rows`` messages to a streaming query
+  (``socket=pull``, ``mode=bind``, the in-query log) whose sink is ``noop``; the
+  rate is rows over the time from the first send until the query has processed
+  every row (receive, log write and fsync, planning, reading the log on executors).
+* **backlog**: the same rows, already in a spool's log, drained by an
+  ``availableNow`` query (``noop`` sink); rows over the query's whole run.
+* **sink**: ``spark.range(rows)`` with a 64-byte binary ``payload`` column is written
+  with ``df.write.format("zmq")`` (``socket=push``) to a libzmq PULL; the rate is rows
+  over the time from the start of the write until the PULL has received every row.
+
+Spark runs ``local[2]`` in this process. Each measurement runs once after a small
+warm-up; the numbers include Spark's job overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+import zmq
+
+PAYLOAD = b"x" * 64
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    import trizmq.spark
+
+    trizmq.spark.register(spark)
+    return spark
+
+
+def bench_source(spark: Any, rows: int, fsync: bool, tmp: str) -> float:
+    endpoint = f"tcp://127.0.0.1:{_free_port()}"
+    query = (
+        spark.readStream.format("zmq")
+        .option("endpoint", endpoint)
+        .option("socket", "pull")
+        .option("wal", os.path.join(tmp, "wal"))
+        .option("fsync", str(fsync).lower())
+        .option("hwm", "100000")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", os.path.join(tmp, "ck"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.SNDHWM, 100000)
+    push.connect(endpoint)
+
+    def processed() -> int:
+        return sum(p["numInputRows"] for p in query.recentProgress)
+
+    try:
+        push.send(PAYLOAD)  # warm-up: the query's first batch
+        deadline = time.monotonic() + 120
+        while processed() < 1:
+            assert time.monotonic() < deadline, "the source query did not start"
+            time.sleep(0.05)
+        t0 = time.perf_counter()
+        for _ in range(rows):
+            push.send(PAYLOAD)
+        while processed() < rows + 1:
+            assert time.monotonic() < deadline + 600, "the source query fell behind"
+            time.sleep(0.01)
+        rate = rows / (time.perf_counter() - t0)
+        if os.environ.get("SPARK_BENCH_VERBOSE"):
+            for p in query.recentProgress:
+                print(p["batchId"], p["numInputRows"], p["durationMs"], file=sys.stderr)
+        return rate
+    finally:
+        query.stop()
+        push.close(linger=0)
+        ctx.term()
+
+
+def bench_backlog(spark: Any, rows: int, tmp: str) -> float:
+    """Rows/s of a query draining a spool's log (availableNow, noop sink), start to end."""
+    from trizmq.spark._wal import LogWriter
+
+    spool = os.path.join(tmp, "spool")
+    log = LogWriter(spool, fsync=False)
+    now = time.time_ns() // 1000
+    for start in range(0, rows, 10000):
+        log.append([(now, None, [PAYLOAD])] * min(10000, rows - start))
+    log.close()
+    t0 = time.perf_counter()
+    query = (
+        spark.readStream.format("zmq").option("spool", spool).load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", os.path.join(tmp, "ck-backlog"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(600), "the backlog query did not finish"
+    return rows / (time.perf_counter() - t0)
+
+
+def bench_sink(spark: Any, rows: int) -> float:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.setsockopt(zmq.RCVHWM, 100000)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    df = spark.range(rows, numPartitions=2).selectExpr("cast(repeat('x', 64) as binary) as payload")
+    df.cache().count()  # the rows exist before the clock starts
+    done = threading.Event()
+
+    def receive(n: int) -> None:
+        for _ in range(n):
+            pull.recv()
+        done.set()
+
+    def write() -> None:
+        df.write.format("zmq").option("endpoint", f"tcp://127.0.0.1:{port}").option(
+            "socket", "push"
+        ).mode("append").save()
+
+    try:
+        threading.Thread(target=receive, args=(rows,), daemon=True).start()
+        write()  # warm-up: workers and their sockets
+        done.wait(120)
+        done.clear()
+        threading.Thread(target=receive, args=(rows,), daemon=True).start()
+        t0 = time.perf_counter()
+        write()
+        assert done.wait(600), "the PULL did not get every row"
+        return rows / (time.perf_counter() - t0)
+    finally:
+        df.unpersist()
+        pull.close(linger=0)
+        ctx.term()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=500_000)
+    parser.add_argument("--no-fsync", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    spark = session()
+    with tempfile.TemporaryDirectory() as tmp:
+        source = bench_source(spark, args.rows, not args.no_fsync, tmp)
+        backlog = bench_backlog(spark, args.rows, tmp)
+    sink = bench_sink(spark, args.rows)
+    spark.stop()
+    result = {
+        "rows": args.rows,
+        "payload_bytes": len(PAYLOAD),
+        "fsync": not args.no_fsync,
+        "cores": os.cpu_count(),
+        "source_rows_per_s": round(source),
+        "source_backlog_rows_per_s": round(backlog),
+        "sink_rows_per_s": round(sink),
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

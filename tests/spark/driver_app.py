@@ -1,0 +1,58 @@
+"""A Spark driver for the crash test: zmq source (with its log) -> one JSON file per batch.
+
+    python -m tests.spark.driver_app ENDPOINT WAL CHECKPOINT OUT [CRASH_PREFIX]
+
+Each non-empty batch's rows go to OUT/batch-<id>.json (rewritten if replayed). With
+CRASH_PREFIX, the first batch holding a payload that starts with it writes
+OUT/crashing-<id>.json (its rows, as seen) and then hangs, so that the test can
+SIGKILL the driver in the middle of that batch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.spark.conftest import build_session
+
+
+def main() -> None:
+    endpoint, wal, checkpoint, out = sys.argv[1:5]
+    crash_prefix = sys.argv[5] if len(sys.argv) > 5 else None
+    spark = build_session("trizmq-crash-driver")
+    out_dir = Path(out)
+
+    def each(df: Any, batch_id: int) -> None:
+        rows = sorted([r.offset, r.payload.decode()] for r in df.collect())
+        if not rows:
+            return
+        if crash_prefix and any(r[1].startswith(crash_prefix) for r in rows):
+            (out_dir / f"crashing-{batch_id}.json").write_text(json.dumps(rows))
+            time.sleep(600)  # killed here
+        tmp = out_dir / f".batch-{batch_id}.tmp"
+        tmp.write_text(json.dumps(rows))
+        tmp.replace(out_dir / f"batch-{batch_id}.json")
+
+    query = (
+        spark.readStream.format("zmq")
+        .option("endpoint", endpoint)
+        .option("socket", "pull")
+        .option("mode", "bind")
+        .option("wal", wal)
+        .load()
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+    print("started", flush=True)
+    query.awaitTermination(240)
+    query.stop()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""One trio loop per Python process, in a background thread, reached through a portal.
+
+Spark calls the connector from plain threads (executor tasks, the driver's source and
+commit runners). Each process gets, lazily, one daemon thread running ``trio.run``;
+code on other threads calls into it with :meth:`Runtime.run`
+(``trio.from_thread.run``). Sockets opened there stay open across tasks and batches
+(keyed by their settings) until the process exits. Nothing here is created at import
+or kept in a pickled object; a forked child (PySpark's daemon forks its workers)
+notices the pid change and starts its own loop.
+
+The receiver (:func:`receive_into_log`) is shared by the in-query source and the
+spool process: it owns a Pull/Sub/Dish and appends every message to a
+:class:`~trizmq.spark._wal.LogWriter` before the log's head (the offset a query
+may see) moves past it.
+
+This module needs trio, not pyspark.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import trio
+
+import trizmq
+
+from ._wal import LogWriter
+
+__all__ = ["Runtime", "SocketSpec", "receive_into_log", "runtime"]
+
+T = TypeVar("T")
+
+#: messages appended to the log per write (and fsync)
+LOG_BATCH = 8192
+#: seconds a batch waits for more messages before it is written
+LOG_BATCH_WAIT = 0.002
+
+
+class SocketSpec:
+    """What socket to open: type, endpoints, bind or connect, topics or groups, options."""
+
+    def __init__(
+        self,
+        kind: str,
+        endpoints: Sequence[str],
+        mode: str,
+        *,
+        topics: Sequence[str] = (),
+        hwm: int = 1000,
+        linger: float = 5.0,
+    ) -> None:
+        self.kind = kind
+        self.endpoints = tuple(endpoints)
+        self.mode = mode
+        self.topics = tuple(topics)
+        self.hwm = hwm
+        self.linger = linger
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.endpoints, self.mode, self.topics, self.hwm, self.linger)
+
+    def open(self) -> trizmq.Socket:
+        """The unentered socket."""
+        where = {self.mode: list(self.endpoints)}
+        kind = self.kind
+        if kind == "pull":
+            return trizmq.Pull(rcvhwm=self.hwm, **where)
+        if kind == "sub":
+            return trizmq.Sub(rcvhwm=self.hwm, subscribe=list(self.topics) or [b""], **where)
+        if kind == "dish":
+            return trizmq.Dish(rcvhwm=self.hwm, **where)
+        if kind == "push":
+            return trizmq.Push(sndhwm=self.hwm, linger=self.linger, **where)
+        if kind == "pub":
+            return trizmq.Pub(sndhwm=self.hwm, linger=self.linger, **where)
+        if kind == "radio":
+            return trizmq.Radio(sndhwm=self.hwm, linger=self.linger, **where)
+        raise ValueError(f"socket must be pull, sub, dish, push, pub or radio, not {kind!r}")
+
+
+async def receive_into_log(
+    spec: SocketSpec,
+    log: LogWriter,
+    *,
+    failed: Callable[[Exception], None] | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Receive forever, appending every message to ``log`` (then moving its head).
+
+    An error before the socket is open is raised; one after it is passed to ``failed``
+    if given (the in-query receiver keeps it for the query to raise), else raised.
+    """
+    sock = spec.open()
+    async with sock:
+        if isinstance(sock, trizmq.Dish):
+            for group in spec.topics:
+                sock.join(group)
+        stats = sock.statistics()
+        task_status.started(list(stats.get("bound", [])) or list(spec.endpoints))
+        try:
+            await _receive_loop(spec, sock, log)
+        except Exception as exc:
+            if failed is None:
+                raise
+            failed(exc)
+
+
+async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
+    """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes."""
+    sub = spec.kind == "sub"
+    dish = spec.kind == "dish"
+    while True:
+        msg = await sock.recv_message()
+        now = time.time_ns() // 1000
+        first_topic = msg.group if dish else (msg.frames[0] if sub else None)
+        batch: list[tuple[int, bytes | None, list[bytes]]] = [(now, first_topic, msg.frames)]
+        deadline = trio.current_time() + LOG_BATCH_WAIT
+        while len(batch) < LOG_BATCH:
+            if not dish:
+                try:  # the fast path: whatever is queued already
+                    frames = sock.recv_multipart_nowait()
+                    batch.append((now, frames[0] if sub else None, frames))
+                    continue
+                except trio.WouldBlock:
+                    pass
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                break
+            with trio.move_on_after(remaining):
+                msg = await sock.recv_message()
+                now = time.time_ns() // 1000
+                topic = msg.group if dish else (msg.frames[0] if sub else None)
+                batch.append((now, topic, msg.frames))
+        await trio.to_thread.run_sync(log.append, batch)
+
+
+async def _hold(sock: trizmq.Socket, task_status: trio.TaskStatus[None]) -> None:
+    async with sock:
+        task_status.started()
+        await trio.sleep_forever()
+
+
+class Runtime:
+    """The process's trio loop and the sockets it keeps open."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._sockets: dict[tuple[Any, ...], trizmq.Socket] = {}
+        self._lock = threading.Lock()
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=trio.run, args=(self._main, ready), name="trizmq-spark", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(30):
+            raise RuntimeError("the trizmq runtime thread did not start")
+        atexit.register(self.shutdown)
+
+    async def _main(self, ready: threading.Event) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._token = trio.lowlevel.current_trio_token()
+            ready.set()
+            await trio.sleep_forever()
+
+    def run(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``afn(*args)`` in the loop and return its result (from any other thread)."""
+        return trio.from_thread.run(afn, *args, trio_token=self._token)
+
+    def start(self, afn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Start a background task in the loop's nursery; return what it passes to started()."""
+        assert self._nursery is not None
+        nursery = self._nursery
+
+        async def go() -> Any:
+            return await nursery.start(afn, *args)
+
+        return self.run(go)
+
+    def socket(self, spec: SocketSpec) -> trizmq.Socket:
+        """The process's open socket for ``spec``, opened on first use."""
+        key = spec.key()
+        with self._lock:
+            sock = self._sockets.get(key)
+            if sock is None or sock.closed:
+                sock = spec.open()
+                self.start(_hold, sock)
+                self._sockets[key] = sock
+            return sock
+
+    def shutdown(self) -> None:
+        """Close every socket (each flushing for its linger), then stop the loop."""
+        if self._token is None or os.getpid() != self.pid:
+            return
+        sockets, self._sockets = list(self._sockets.values()), {}
+
+        async def close_all() -> None:
+            for sock in sockets:
+                await sock.aclose()
+            assert self._nursery is not None
+            self._nursery.cancel_scope.cancel()
+
+        with contextlib.suppress(trio.RunFinishedError, RuntimeError):
+            self.run(close_all)
+        self._thread.join(10)
+        self._token = None
+
+
+_RUNTIME: Runtime | None = None
+_RUNTIME_LOCK = threading.Lock()
+
+
+def runtime() -> Runtime:
+    """This process's runtime, started on first use (again after a fork)."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is None or _RUNTIME.pid != os.getpid():
+            _RUNTIME = Runtime()
+        return _RUNTIME
