@@ -210,3 +210,39 @@ def test_radio_sink_feeds_a_dish_source(spark: Any, tmp_path: Path) -> None:
         assert all(r.frames == [r.payload] for r in got)
     finally:
         query.stop()
+
+
+def test_worker_sockets_stay_open_across_batches(spark: Any, zctx: Libzmq) -> None:
+    """Each Python worker keeps one socket per endpoint for every batch it runs: three
+    writes to one PULL are carried by at most one connection per worker (local[2])."""
+    from zmq.utils.monitor import recv_monitor_message
+
+    pull = zctx.socket(zmq.PULL)
+    monitor = pull.get_monitor_socket(zmq.EVENT_ACCEPTED)
+    monitor.setsockopt(zmq.RCVTIMEO, 2000)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        for batch in range(3):
+            (
+                spark.range(100)
+                .selectExpr(f"cast(id + {batch * 100} as string) as payload")
+                .write.format("zmq")
+                .option("endpoint", f"tcp://127.0.0.1:{port}")
+                .option("socket", "push")
+                .mode("append")
+                .save()
+            )
+            got = sorted(int(pull.recv()) for _ in range(100))
+            assert got == list(range(batch * 100, batch * 100 + 100))
+        accepted = 0
+        while True:
+            try:
+                event = recv_monitor_message(monitor)
+            except zmq.Again:
+                break
+            if event["event"] == zmq.EVENT_ACCEPTED:
+                accepted += 1
+        assert 1 <= accepted <= 2, f"{accepted} connections for 3 batches"
+    finally:
+        pull.disable_monitor()
+        monitor.close(0)
