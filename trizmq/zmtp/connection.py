@@ -16,9 +16,16 @@ Strategy for the decoder:
 * Never trust a declared length. A frame's size is checked (``maxmsgsize``; 64 KiB
   per command during the handshake; message frames refused before the handshake
   ends) as soon as its header is complete, before any of its body is kept. Bodies
-  accumulate in one ``bytearray`` as they arrive; nothing is pre-allocated.
+  accumulate as they arrive; nothing is pre-allocated.
 * ``_need`` records how many buffered bytes the next step requires, so the
-  pieces of a large frame are only appended until it is whole, then parsed once.
+  pieces of a frame are only appended to one ``bytearray`` until it is whole,
+  then parsed once.
+* A large message frame (``_BIG_FRAME`` bytes or more) whose body is incomplete
+  skips that buffer: the input ``bytes`` objects holding its body are kept as
+  they are and joined once (through views cutting the first and last) when the
+  last one arrives, so its bytes are copied once instead of three times (append,
+  freeze, slice). Small pieces are still gathered in a ``bytearray``, so that a
+  peer trickling bytes cannot make each one cost an object.
 * All complete frames in hand are parsed in one tight loop over an immutable
   ``bytes`` (slicing it yields each frame directly); when the buffer is empty and
   the input is ``bytes``, the input itself is parsed without a copy.
@@ -77,6 +84,11 @@ __all__ = ["HANDSHAKE_FRAME_LIMIT", "Connection", "Received"]
 
 #: the largest command accepted before the handshake is complete (unauthenticated peers)
 HANDSHAKE_FRAME_LIMIT = 64 * 1024
+#: message frames at least this large collect their body as separate pieces, joined once
+_BIG_FRAME = 64 * 1024
+#: pieces of such a body shorter than this are copied together rather than kept apart
+#: (a kept piece costs an object and a list slot: at most ~1% more than its bytes)
+_BIG_PIECE = 4 * 1024
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 #: one item returned by :meth:`Connection.receive_data`: an event or a message's frames
@@ -104,6 +116,18 @@ class _State(enum.Enum):
 def _late_handshake_command(name: bytes, data: bytes) -> Event:
     shown = name.decode("ascii", "replace")
     raise ProtocolError(f"unexpected {shown} command after the handshake")
+
+
+def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
+    """Keep one more piece of a large frame's body."""
+    if len(piece) >= _BIG_PIECE:
+        pieces.append(piece)  # kept as is (bytes never change): copied only by the join
+        return
+    last = pieces[-1] if pieces else None
+    if isinstance(last, bytearray):  # only ever one of ours, never the caller's
+        last += piece
+    else:
+        pieces.append(bytearray(piece))
 
 
 def _encode_plain_into(
@@ -172,6 +196,14 @@ class Connection:
         self._need = 0
         self._outbox = bytearray()
         self._frames: list[bytes] = []
+        # a large message frame whose body is arriving (see _parse_traffic): the
+        # pieces received so far (None when there is none), where the body starts
+        # in the first one, the frame's flags and how many body bytes are missing.
+        # No memoryview is kept between calls: a Connection stays deep-copyable.
+        self._big: list[bytes | bytearray] | None = None
+        self._big_skip = 0
+        self._big_flags = 0
+        self._big_missing = 0
         self._commands: dict[bytes, Callable[[bytes], Event]] = {}
         self._wrapped = False
 
@@ -230,7 +262,7 @@ class Connection:
 
         A peer that hangs up now loses that message; the driver may say so.
         """
-        return bool(self._buf) or bool(self._frames)
+        return bool(self._buf) or bool(self._frames) or self._big is not None
 
     @property
     def pending_zap(self) -> ZapRequest | None:
@@ -260,6 +292,9 @@ class Connection:
             raise ProtocolError(self._dead)
         if not self._started:
             raise StateError("call Connection.start() before receive_data()")
+        big = self._big
+        if big is not None:
+            return self._receive_big(big, data)
         buf = self._buf
         if buf:
             buf += data
@@ -276,6 +311,58 @@ class Connection:
             raise
         if pos < len(src) and self._dead is None:
             buf += memoryview(src)[pos:]
+        return events
+
+    def _start_big(self, src: bytes, start: int, flags: int, missing: int) -> None:
+        """Collect the body of a large message frame from ``src[start:]`` on."""
+        pieces: list[bytes | bytearray] = []
+        skip = 0
+        tail = len(src) - start
+        if tail >= _BIG_PIECE and tail >= start:
+            # mostly body: keep src whole and cut it with a view at the join. Keeping
+            # it when it is mostly other frames would hold more than twice the body.
+            pieces.append(src)
+            skip = start
+        elif tail:
+            pieces.append(bytearray(memoryview(src)[start:]))
+        self._big = pieces
+        self._big_skip = skip
+        self._big_flags = flags
+        self._big_missing = missing
+        self._need = 0  # nothing is buffered
+
+    def _receive_big(self, pieces: list[bytes | bytearray], data: Buffer) -> list[Received]:
+        """Add ``data`` to the ``pieces`` of the large frame in progress; once it is
+        whole, finish that frame as :meth:`_parse_traffic` would and parse what follows."""
+        # the caller may reuse a bytearray or a view's memory: keep only bytes
+        src = data if type(data) is bytes else bytes(data)
+        missing = self._big_missing
+        if len(src) < missing:
+            _collect(pieces, src)
+            self._big_missing = missing - len(src)
+            return []
+        # views copy nothing: the join is the only copy of the body's bytes
+        parts: list[Buffer] = list(pieces)
+        if self._big_skip:
+            parts[0] = memoryview(parts[0])[self._big_skip :]
+        parts.append(memoryview(src)[:missing])
+        body = b"".join(parts)
+        self._big = None
+        self._big_skip = 0
+        self._big_missing = 0
+        events: list[Received] = []
+        frames = self._frames
+        frames.append(body)
+        if not self._big_flags & MORE:
+            events.append(frames)
+            self._frames = []
+        try:
+            pos = self._parse_traffic(src, missing, events)
+        except ProtocolError as exc:
+            self._die(exc.reason)
+            raise
+        if pos < len(src) and self._dead is None:
+            self._buf += memoryview(src)[pos:]
         return events
 
     def zap_reply(self, reply: ZapReply) -> list[Received]:
@@ -305,6 +392,9 @@ class Connection:
         self._state = _State.FINISHED
         self._buf.clear()
         self._frames = []
+        self._big = None
+        self._big_skip = 0
+        self._big_missing = 0
 
     def _parse(self, src: bytes) -> tuple[list[Received], int]:
         events: list[Received] = []
@@ -455,6 +545,12 @@ class Connection:
             start = pos + header_size
             end = start + size
             if end > n:
+                if size >= _BIG_FRAME and not flags & COMMAND:
+                    # keep what came of the body as it is; the rest goes to
+                    # _receive_big, which joins it all once (commands stay small)
+                    self._start_big(src, start, flags, end - n)
+                    pos = n
+                    break
                 self._need = end - pos
                 break
             if flags & COMMAND:
@@ -538,6 +634,17 @@ class Connection:
             self._encode_wrapped_into(out, (frames,))
         else:
             _encode_plain_into(out, frames)
+
+    def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
+        """The fastest form of :meth:`encode_message_into` for this connection.
+
+        Taken once the handshake is complete, the plain encoder skips the per-call
+        state check (the writer's hot path calls it for every message); otherwise
+        it is :meth:`encode_message_into` itself.
+        """
+        if self._state is _State.TRAFFIC and not self._wrapped:
+            return _encode_plain_into
+        return self.encode_message_into
 
     def encode_messages_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
         """Append the wire form of every message to ``out`` (each must have a frame)."""
