@@ -82,6 +82,8 @@ class Socket:
         self._ops = 0
         self._monitors: list[Monitor] = []
         self._incoming: deque[bytes] = deque()
+        #: True when the subclass shows a message differently from the strategy's form
+        self._own_frames = type(self)._frames_of is not Socket._frames_of
         self._outgoing: list[bytes] = []
 
     def __repr__(self) -> str:
@@ -279,8 +281,10 @@ class Socket:
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
                     self._ops = 0
+                    self._engine.write_through = True  # type: ignore[union-attr]
                     await trio.lowlevel.cancel_shielded_checkpoint()
                 return
+            self._engine.write_through = True  # type: ignore[union-attr]
             await self._send_lot.park()
 
     def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
@@ -309,8 +313,11 @@ class Socket:
                     self._check_send()
                 if strategy.send(msg):
                     break
+                self._engine.write_through = True  # type: ignore[union-attr]
                 await self._send_lot.park()
             count += 1
+        if self._engine is not None:
+            self._engine.write_through = True
         await trio.lowlevel.cancel_shielded_checkpoint()
         return count
 
@@ -337,8 +344,23 @@ class Socket:
         if self._outgoing:
             msg, self._outgoing = [*self._outgoing, frame], []
             await self._send_raw(msg)
-        else:
-            await self._send_raw([frame])
+            return
+        # _send_raw inlined: the single-frame send is the hottest path there is
+        await trio.lowlevel.checkpoint_if_cancelled()
+        msg = [frame]
+        strategy = self._strategy
+        while True:
+            if not self._sendable:
+                self._check_send()
+            if strategy.send(msg):
+                self._ops += 1
+                if self._ops >= YIELD_EVERY:
+                    self._ops = 0
+                    self._engine.write_through = True  # type: ignore[union-attr]
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                return
+            self._engine.write_through = True  # type: ignore[union-attr]
+            await self._send_lot.park()
 
     def send_nowait(self, data: Any, *, more: bool = False) -> None:
         """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
@@ -384,8 +406,10 @@ class Socket:
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
                     self._ops = 0
+                    self._engine.write_through = True  # type: ignore[union-attr]
                     await trio.lowlevel.cancel_shielded_checkpoint()
                 return msg
+            self._engine.write_through = True  # type: ignore[union-attr]
             await self._recv_lot.park()
 
     def _frames_of(self, raw: list[bytes]) -> list[bytes]:
@@ -413,7 +437,24 @@ class Socket:
         if self._incoming:
             await trio.lowlevel.checkpoint()
             return self._incoming.popleft()
-        msg = self._frames_of(await self._recv_raw())
+        # _recv_raw inlined: the single-frame receive is the hottest path there is
+        await trio.lowlevel.checkpoint_if_cancelled()
+        strategy = self._strategy
+        while True:
+            if not self._recvable:
+                self._check_recv()
+            msg = strategy.recv()
+            if msg is not None:
+                break
+            self._engine.write_through = True  # type: ignore[union-attr]
+            await self._recv_lot.park()
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            self._ops = 0
+            self._engine.write_through = True  # type: ignore[union-attr]
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        if self._own_frames:
+            msg = self._frames_of(msg)
         if len(msg) > 1:
             self._incoming.extend(msg[1:])
         return msg[0]

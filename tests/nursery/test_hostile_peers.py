@@ -89,6 +89,21 @@ class Harness:
         self.endpoint = endpoint
         self.sent = 0
         self.received: list[list[bytes]] = []
+        #: the Pull's monitor, when the case opened one
+        self.events: Any = None
+        self.handshakes = 0
+
+    async def handshaken(self, count: int) -> None:
+        """Wait until the Pull has finished ``count`` handshakes in all (from its monitor).
+
+        A hostile client that hangs up must wait for this first, or its close may
+        overtake the handshake and end it as a failed handshake instead.
+        """
+        async for event in self.events:
+            if isinstance(event, trizmq.HandshakeSucceeded):
+                self.handshakes += 1
+                if self.handshakes >= count:
+                    return
 
     async def good_round(self, count: int) -> None:
         """The good peer sends ``count`` messages; all of them arrive, in order."""
@@ -169,6 +184,7 @@ async def run_case(
             endpoint = await pull.bind(bind)
             async with trizmq.Push(connect=endpoint, linger=0) as push:
                 h = Harness(pull, push, endpoint)
+                h.events = events
                 await h.good_round(GOOD_BEFORE)
                 async with h.raw() as stream:
                     await hostile(h, stream)
@@ -288,6 +304,8 @@ async def test_truncated_frame_then_close(
             assert header[0] == 0x04, header
             await receive_exactly(stream, header[1])
         await h.good_round(5)
+        # the good peer's handshake and ours, before we hang up
+        await h.handshaken(2)
         # the hostile client hangs up in the middle of a message
 
     await run_case(caplog, transport, hostile, "mid-message")

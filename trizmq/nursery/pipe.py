@@ -36,7 +36,16 @@ __all__ = ["Pipe"]
 class Pipe:
     """A bounded FIFO of messages (``list[bytes]``) and command objects."""
 
-    __slots__ = ("_items", "_readers", "_writers", "closed", "hwm", "on_readable", "on_writable")
+    __slots__ = (
+        "_items",
+        "_readers",
+        "_writers",
+        "closed",
+        "direct",
+        "hwm",
+        "on_readable",
+        "on_writable",
+    )
 
     def __init__(self, hwm: int) -> None:
         self._items: deque[Any] = deque()
@@ -47,6 +56,9 @@ class Pipe:
         self.closed = False
         self.on_readable: Callable[[], None] | None = None
         self.on_writable: Callable[[], None] | None = None
+        #: set by an idle stream writer: offered every item put into the empty pipe;
+        #: returns None when it wrote the item to the socket itself, else what to queue
+        self.direct: Callable[[Any], Any] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -60,12 +72,46 @@ class Pipe:
         return self.hwm > 0 and len(self._items) >= self.hwm
 
     def put(self, item: Any) -> None:
-        """Append one item, ignoring the mark (callers check :attr:`full` first)."""
+        """Append one item, ignoring the mark (callers check :attr:`full` first).
+
+        Into an empty pipe whose writer is idle, :attr:`direct` may write the item
+        to the socket at once instead (the write-through path of the runtime).
+        """
         items = self._items
-        was_empty = not items
+        if items:
+            items.append(item)
+            return
+        direct = self.direct
+        if direct is not None:
+            item = direct(item)
+            if item is None:
+                return
         items.append(item)
-        if was_empty:
-            self._became_readable()
+        self._became_readable()
+
+    def offer(self, item: Any) -> bool:
+        """:meth:`put` unless the pipe is :attr:`full`; False when full (the hot path's
+        check and put in one call)."""
+        items = self._items
+        if items:
+            hwm = self.hwm
+            if hwm and len(items) >= hwm:
+                return False
+            items.append(item)
+            return True
+        self.put(item)
+        return True
+
+    def poll(self) -> Any:
+        """Remove and return the oldest item, or None when the pipe is empty."""
+        items = self._items
+        if not items:
+            return None
+        item = items.popleft()
+        hwm = self.hwm
+        if hwm and len(items) == hwm - 1:
+            self._became_writable()
+        return item
 
     def extend(self, batch: Iterable[Any]) -> None:
         """Append a batch at once, with at most one wake-up."""
@@ -82,6 +128,26 @@ class Pipe:
         if self.hwm and len(items) == self.hwm - 1:
             self._became_writable()
         return item
+
+    def take(self, limit: int) -> list[Any]:
+        """Remove and return the oldest ``limit`` items (all of them, if fewer)."""
+        items = self._items
+        count = len(items)
+        if count <= limit:
+            batch = list(items)
+            items.clear()
+        else:
+            popleft = items.popleft
+            batch = [popleft() for _ in range(limit)]
+        hwm = self.hwm
+        if hwm and count >= hwm > len(items):
+            self._became_writable()
+        return batch
+
+    def unshift(self, batch: list[Any]) -> None:
+        """Put back items taken but not used, in front, in order (no wake-ups: the
+        consumer that took them is running and goes on with them)."""
+        self._items.extendleft(reversed(batch))
 
     def peek(self) -> Any:
         """The oldest item without removing it; ``IndexError`` when empty."""

@@ -37,11 +37,11 @@ class RoundRobinOut(SocketStrategy):
 
     def send(self, msg: list[bytes]) -> bool:
         peer = self.outbound.only
+        if peer is not None:
+            # one peer, the common case: no rotation, one call
+            return peer.out_pipe.offer(msg)  # type: ignore[no-any-return]
+        peer = self.outbound.next_peer(can_take)
         if peer is None:
-            peer = self.outbound.next_peer(can_take)
-            if peer is None:
-                return False
-        elif peer.out_pipe.full:
             return False
         peer.out_pipe.put(msg)
         return True
