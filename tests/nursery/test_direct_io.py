@@ -1,0 +1,224 @@
+"""The runtime's direct socket calls: write-through, raw reads and writes, big frames.
+
+The reader and writer of a tcp/ipc connection call ``recv``/``send`` on a duplicate
+of the stream's descriptor (``trizmq.transport.rawio``), an idle writer lets the
+sending task write a message itself, and frames of 64 KiB or more are written from
+the caller's object. These tests check what that must never change: every message
+arrives whole and in order whatever the kernel accepts, no descriptor leaks, and a
+flooded reader still lets other tasks run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import pytest
+import trio
+import zmq
+
+import trizmq
+from trizmq.nursery.engine import SocketEngine
+from trizmq.transport.rawio import RawSocket
+
+TRANSPORTS = ["tcp", "ipc"]
+
+
+def bind_address(transport: str) -> str:
+    return "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_write_through_under_back_pressure_keeps_messages_whole(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sends that alternate with yields (the write-through path) into a kernel buffer
+    that fills up: partial direct writes leave the rest of their message to the
+    writer, and the receiver gets every byte in order."""
+    # under BIG_FRAME: each send is written by the sending task until the kernel
+    # buffer is full, so the one that does not fit is cut short
+    sizes = [1, 300, 20_000, 60_000, 65_535]
+    messages = [bytes([i % 251]) * sizes[i % len(sizes)] for i in range(400)]
+    partial = deferred = 0
+    real_write_through = SocketEngine._write_through
+
+    def spy(engine: SocketEngine, *args: Any) -> Any:
+        direct = real_write_through(engine, *args)
+
+        def counting(item: Any) -> Any:
+            nonlocal partial, deferred
+            rest = direct(item)
+            if rest is not None:
+                deferred += 1
+            if rest.__class__ is bytes:
+                partial += 1
+            return rest
+
+        return counting
+
+    monkeypatch.setattr(SocketEngine, "_write_through", spy)
+    with trio.fail_after(30):
+        async with trizmq.Pull(rcvhwm=5) as pull:
+            endpoint = await pull.bind(bind_address(transport))
+            async with trizmq.Push(connect=endpoint, sndhwm=1000) as push:
+                await push.send(b"hello")
+                assert await pull.recv() == b"hello"
+                for message in messages:
+                    # as after a wait of the socket: the next send may write through
+                    push._engine.write_through = True
+                    await push.send(message)
+                    await trio.sleep(0)
+                for expected in messages:
+                    got = await pull.recv()
+                    assert len(got) == len(expected) and got == expected
+    # the kernel buffer filled while the puller did not read: a direct write was
+    # refused or (tcp, which takes what fits) cut short, and the writer took over
+    assert deferred > 0
+    if transport == "tcp":
+        assert partial > 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_request_reply_alternation_against_libzmq(transport: str) -> None:
+    """Strict alternation is the write-through path's home: 2000 round trips with a
+    libzmq REP, every reply matching its request."""
+    ctx: Any = zmq.Context.instance()
+    rep = ctx.socket(zmq.REP)
+    rep.linger = 0
+    try:
+        if transport == "tcp":
+            port = rep.bind_to_random_port("tcp://127.0.0.1")
+            endpoint = f"tcp://127.0.0.1:{port}"
+        else:
+            rep.bind("ipc://*")
+            endpoint = rep.getsockopt_string(zmq.LAST_ENDPOINT)
+
+        def serve(count: int) -> None:
+            for _ in range(count):
+                rep.send(rep.recv()[::-1])
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, serve, 2000)
+                async with trizmq.Req(connect=endpoint) as req:
+                    for i in range(2000):
+                        request = b"request %d" % i
+                        await req.send(request)
+                        assert await req.recv() == request[::-1]
+    finally:
+        rep.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_big_frames_written_from_the_callers_object(transport: str) -> None:
+    """Frames of 64 KiB and more skip the batch copy; multipart messages mixing them
+    with small frames keep their frames, flags and order."""
+    big = bytes(range(256)) * 4096  # 1 MiB
+    messages = [
+        [big],
+        [b"head", big, b"tail"],
+        [big, big[:65_536]],
+        [b"x" * 65_535, b"y" * 65_536, b""],
+        [b"small"],
+    ] * 3
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull:
+            endpoint = await pull.bind(bind_address(transport))
+            async with trizmq.Push(connect=endpoint) as push:
+                for message in messages:
+                    await push.send_multipart(message)
+                for message in messages:
+                    assert await pull.recv_multipart() == message
+
+
+async def test_no_descriptor_leaks_across_connections() -> None:
+    """Each connection's duplicate descriptor is closed with it."""
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull, pull.monitor() as events:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            async with trizmq.Push(connect=endpoint) as push:
+                await push.send(b"warm-up")
+                await pull.recv()
+            disconnected = 0
+
+            async def hang_ups(count: int) -> None:
+                nonlocal disconnected
+                async for event in events:
+                    if isinstance(event, trizmq.Disconnected):
+                        disconnected += 1
+                        if disconnected == count:
+                            return
+
+            await hang_ups(1)
+            before = open_fds()
+            for i in range(50):
+                async with trizmq.Push(connect=endpoint, linger=1) as push:
+                    await push.send(b"%d" % i)
+                    assert await pull.recv() == b"%d" % i
+            # the Pull has let every peer go once it reported each hang-up
+            await hang_ups(51)
+            assert pull.statistics()["live_peers"] == 0
+            assert open_fds() <= before
+
+
+async def test_raw_socket_only_for_os_socket_streams() -> None:
+    """Anything but a POSIX trio.SocketStream keeps trio's stream calls."""
+    left, _right = trio.testing.memory_stream_pair()
+    assert RawSocket.of(left) is None
+    a, b = trio.socket.socketpair()
+    stream = trio.SocketStream(a)
+    raw = RawSocket.of(stream)
+    assert raw is not None
+    try:
+        assert raw.send(b"ping") == 4
+        assert await b.recv(10) == b"ping"
+        await b.send(b"pong")
+        await raw.wait_readable()
+        assert raw.recv(10) == b"pong"
+        with pytest.raises(BlockingIOError):
+            raw.recv(10)
+    finally:
+        raw.close()
+        await stream.aclose()
+        b.close()
+
+
+async def test_flooded_reader_lets_other_tasks_run() -> None:
+    """A reader that always finds data still yields: a sleeping task wakes on time
+    while a libzmq PUSH floods an unbounded PULL."""
+    ctx: Any = zmq.Context.instance()
+    push = ctx.socket(zmq.PUSH)
+    push.linger = 0
+    push.sndtimeo = 50
+    port = push.bind_to_random_port("tcp://127.0.0.1")
+    stop = False
+
+    def flood() -> None:
+        payload = b"z" * 60_000
+        while not stop:
+            with contextlib.suppress(zmq.Again):
+                push.send(payload)
+
+    try:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, flood)
+                async with trizmq.Pull(connect=f"tcp://127.0.0.1:{port}", rcvhwm=0) as pull:
+                    await pull.recv()
+                    woke = 0
+                    for _ in range(20):
+                        with trio.move_on_after(1) as scope:
+                            await trio.sleep(0.001)
+                        assert not scope.cancelled_caught
+                        woke += 1
+                    assert woke == 20
+                stop = True
+    finally:
+        stop = True
+        push.close()
+
