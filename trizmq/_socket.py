@@ -10,7 +10,9 @@ send and receive keep the *cancellation* half of it on every call
 (``checkpoint_if_cancelled``), but reschedule only when they must wait or once every
 :data:`YIELD_EVERY` calls, because a full reschedule costs ~12 µs here against ~1 µs
 for queueing a message. A loop of sends or receives that never waits therefore
-still lets other tasks run, and still notices cancellation at every call.
+still lets other tasks run, and still notices cancellation at every call. The
+single-frame ``send``/``recv`` read trio's cancellation test themselves rather than
+awaiting ``checkpoint_if_cancelled`` (see :func:`_probe_fast_cancel_check`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,36 @@ def _frame(data: Any) -> bytes:
     if isinstance(data, str):
         raise TypeError("frames must be bytes-like, not str (encode it first)")
     raise TypeError(f"frames must be bytes-like, not {type(data).__name__}")
+
+
+_current_task = trio.lowlevel.current_task
+
+
+def _probe_fast_cancel_check() -> bool:
+    """Whether this trio has the fields ``trio.lowlevel.checkpoint_if_cancelled`` reads.
+
+    ``send()`` and ``recv()`` read them directly instead of awaiting that function:
+    the same test (the task's cancel status, and a pending Ctrl-C for the main
+    task), without creating a coroutine, which is a third of an inproc message's
+    cost. These are trio internals, so they are probed once, from inside a run, and
+    a trio without them gets the public function (``tests/test_cancel_check.py``
+    says which one the installed trio gets).
+    """
+    try:
+        task = _current_task()
+        runner = task._runner
+        return (
+            isinstance(task._cancel_status.effectively_cancelled, bool)
+            and isinstance(runner.ki_pending, bool)
+            and runner.main_task is not None
+        )
+    except AttributeError:
+        return False
+
+
+#: set by the first socket entered (see :func:`_probe_fast_cancel_check`)
+_FAST_CANCEL_CHECK = False
+_FAST_CANCEL_PROBED = False
 
 
 @trio.lowlevel.enable_ki_protection
@@ -96,6 +128,10 @@ class Socket:
             raise RuntimeError(f"{type(self).__name__} can be entered only once")
         # entering while already cancelled: a plain Cancelled, before anything opens
         await trio.lowlevel.checkpoint_if_cancelled()
+        global _FAST_CANCEL_CHECK, _FAST_CANCEL_PROBED
+        if not _FAST_CANCEL_PROBED:
+            _FAST_CANCEL_CHECK = _probe_fast_cancel_check()
+            _FAST_CANCEL_PROBED = True
         self._nursery_manager = trio.open_nursery()
         outer = await self._nursery_manager.__aenter__()
         # The engine's tasks run in an inner nursery owned by a supervisor task, so that
@@ -345,8 +381,16 @@ class Socket:
             msg, self._outgoing = [*self._outgoing, frame], []
             await self._send_raw(msg)
             return
-        # _send_raw inlined: the single-frame send is the hottest path there is
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # _send_raw inlined: the single-frame send is the hottest path there is;
+        # checkpoint_if_cancelled() inlined too (see _FAST_CANCEL_CHECK)
+        if _FAST_CANCEL_CHECK:
+            task = _current_task()
+            if task._cancel_status.effectively_cancelled or (
+                task is task._runner.main_task and task._runner.ki_pending
+            ):
+                await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
         msg = [frame]
         strategy = self._strategy
         while True:
@@ -437,8 +481,16 @@ class Socket:
         if self._incoming:
             await trio.lowlevel.checkpoint()
             return self._incoming.popleft()
-        # _recv_raw inlined: the single-frame receive is the hottest path there is
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # _recv_raw inlined: the single-frame receive is the hottest path there is;
+        # checkpoint_if_cancelled() inlined too (see _FAST_CANCEL_CHECK)
+        if _FAST_CANCEL_CHECK:
+            task = _current_task()
+            if task._cancel_status.effectively_cancelled or (
+                task is task._runner.main_task and task._runner.ki_pending
+            ):
+                await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
         strategy = self._strategy
         while True:
             if not self._recvable:
