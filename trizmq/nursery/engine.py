@@ -20,10 +20,14 @@ Rules:
   that connection only and is logged on the ``trizmq`` logger with its reason. A
   connecter whose handshake was refused backs off (at least 1 s, doubling up to
   30 s) rather than retrying in a tight loop.
-* Hot path: the writer drains its whole pipe into one ``send_all`` of up to
-  ~64 KiB; the reader parses every frame of each ``receive_some`` and hands the
-  messages on with one wake-up; a full incoming pipe stops the reader, which
-  pushes back through TCP.
+* Hot path: the writer drains its pipe into writes of up to ~64 KiB (frames of
+  64 KiB or more go out from the sender's own object, uncopied); the reader parses
+  every frame of each read and hands the messages on with one wake-up; a full
+  incoming pipe stops the reader, which pushes back through TCP. On OS sockets
+  both call ``recv``/``send`` directly (``trizmq.transport.rawio``) and wait only
+  when the call would block, and an idle writer lets the sending task write the
+  first message itself (write-through), so a request-reply round trip takes no
+  task hop on the sending side.
 * Close: unbind, flush for ``linger`` seconds, then cancel everything.
 * The runtime's tasks are protected from ``KeyboardInterrupt``: trio delivers a
   Ctrl-C to the program's main task instead, so it never tears through a socket's
