@@ -262,6 +262,41 @@ def test_distribution_everyone_fast_path_and_its_edges() -> None:
     assert d.matching(b"y") == ["a", "b", "c"]
 
 
+def test_distribution_version_changes_with_every_change_and_only_then() -> None:
+    d: Distribution[str] = Distribution()
+    steps = [
+        (lambda: d.add_peer("a"), True),
+        (lambda: d.add_peer("a"), False),  # already there
+        (lambda: d.subscribe("a", b"x"), True),
+        (lambda: d.subscribe("a", b"x"), False),  # held already
+        (lambda: d.subscribe("ghost", b"x"), False),
+        (lambda: d.unsubscribe("a", b"y"), False),  # not held
+        (lambda: d.unsubscribe("a", b"x"), True),
+        (lambda: d.clear_peer("a"), False),  # nothing to clear
+        (lambda: d.subscribe("a", b""), True),
+        (lambda: d.clear_peer("a"), True),
+        (lambda: d.remove_peer("ghost"), False),
+        (lambda: d.remove_peer("a"), True),
+    ]
+    for step, changes in steps:
+        before = d.version
+        step()
+        assert (d.version != before) is changes
+
+
+def test_distribution_uniform() -> None:
+    d = dist("a", "b")
+    assert d.uniform()  # nobody subscribed: nothing matches whatever the data
+    d.subscribe("a", b"")
+    assert d.uniform()  # a takes everything, b nothing
+    d.subscribe("b", b"t")
+    assert not d.uniform()
+    d.unsubscribe("b", b"t")
+    assert d.uniform()
+    d.remove_peer("a")
+    assert d.uniform()
+
+
 def test_distribution_prefix_longer_than_the_data() -> None:
     d = dist("a")
     d.subscribe("a", b"long-prefix")
@@ -349,6 +384,8 @@ class NaiveDistribution:
 def test_distribution_matches_reference_model(ops: list[tuple[str, str, bytes, bytes]]) -> None:
     d: Distribution[str] = Distribution()
     model = NaiveDistribution()
+    probes = sorted({data for _, _, _, data in ops} | {prefix for _, _, prefix, _ in ops})
+    seen_version, seen = d.version, [d.matching(x) for x in probes]
     for op, peer, prefix, data in ops:
         if op == "add_peer":
             d.add_peer(peer)
@@ -388,3 +425,10 @@ def test_distribution_matches_reference_model(ops: list[tuple[str, str, bytes, b
         for p in model.peers:
             assert sorted(d.peer_prefixes(p)) == sorted(model.held[p])
         assert d.count(prefix) == model.total(prefix)
+        # a publisher may keep matching() results while the version stays the same
+        results = [d.matching(x) for x in probes]
+        if d.version == seen_version:
+            assert results == seen
+        seen_version, seen = d.version, results
+        if d.uniform():
+            assert all(r == results[0] for r in results)

@@ -18,10 +18,14 @@ next to a sorted list of the distinct prefix lengths in use. Matching ``data``
 looks up ``data[:L]`` for each distinct length ``L <= len(data)``: a handful of C
 level slices and dict lookups, whatever the number of prefixes, and no Python
 loop over bytes. The empty prefix matches everything and has a fast path; so does
-"every peer holds the empty prefix" on the publisher side. Each prefix's holders
+"every peer holds the empty prefix" on the publisher side (length 0 is tried
+first, and a prefix every peer holds ends the search). Each prefix's holders
 are kept in ``add_peer`` order, so :meth:`Distribution.matching` returns a stable
-order without sorting in the usual one-prefix case. Synchronous, no I/O. Peers
-must be hashable (identity hashing is fine).
+order without sorting in the usual one-prefix case. :attr:`Distribution.version`
+changes with every change that could change a match and :meth:`Distribution.uniform`
+says when no match depends on the data, so a publisher can keep the result of
+:meth:`Distribution.matching` between messages instead of asking per message.
+Synchronous, no I/O. Peers must be hashable (identity hashing is fine).
 """
 
 from __future__ import annotations
@@ -150,7 +154,15 @@ class Distribution(Generic[T]):
     (``subscribe``) or 1 -> 0 (``unsubscribe``, ``remove_peer``, ``clear_peer``).
     """
 
-    __slots__ = ("_holders", "_length_refs", "_lengths", "_next_rank", "_prefixes", "_rank")
+    __slots__ = (
+        "_holders",
+        "_length_refs",
+        "_lengths",
+        "_next_rank",
+        "_prefixes",
+        "_rank",
+        "version",
+    )
 
     def __init__(self) -> None:
         #: peer -> its prefixes in subscription order; the dict itself is in add_peer order
@@ -164,6 +176,9 @@ class Distribution(Generic[T]):
         self._lengths: list[int] = []
         #: length -> how many distinct prefixes have it
         self._length_refs: dict[int, int] = {}
+        #: bumped by every change of peers or subscriptions: a result of
+        #: :meth:`matching` stays right for as long as this does not change
+        self.version = 0
 
     # -- peers -------------------------------------------------------------------
     def add_peer(self, peer: T) -> None:
@@ -173,6 +188,7 @@ class Distribution(Generic[T]):
         self._prefixes[peer] = {}
         self._rank[peer] = self._next_rank
         self._next_rank += 1
+        self.version += 1
 
     def remove_peer(self, peer: T) -> list[bytes]:
         """Forget ``peer``; return the prefixes no peer holds any more.
@@ -182,6 +198,7 @@ class Distribution(Generic[T]):
         own = self._prefixes.pop(peer, None)
         if own is None:
             return []
+        self.version += 1
         vanished = [prefix for prefix in own if self._release(peer, prefix)]
         del self._rank[peer]
         return vanished
@@ -194,6 +211,7 @@ class Distribution(Generic[T]):
         own = self._prefixes.get(peer)
         if not own:
             return []
+        self.version += 1
         self._prefixes[peer] = {}
         return [prefix for prefix in own if self._release(peer, prefix)]
 
@@ -216,6 +234,7 @@ class Distribution(Generic[T]):
             prefix = bytes(prefix)
         if prefix in own:
             return False
+        self.version += 1
         own[prefix] = None
         holders = self._holders.get(prefix)
         if holders is None:
@@ -241,6 +260,7 @@ class Distribution(Generic[T]):
             prefix = bytes(prefix)
         if prefix not in own:
             return False
+        self.version += 1
         del own[prefix]
         return self._release(peer, prefix)
 
@@ -263,14 +283,12 @@ class Distribution(Generic[T]):
         holders = self._holders
         if not holders:
             return []
-        everyone = holders.get(b"")
-        if everyone is not None and len(everyone) == len(self._prefixes):
-            return everyone[:]
         lengths = self._lengths
-        if not isinstance(data, bytes):
+        if data.__class__ is not bytes:
             data = bytes(data[: lengths[-1]])
         size = len(data)
         everybody = len(self._prefixes)
+        # ascending lengths: b"" comes first, so "every peer holds b''" returns at once
         found: list[T] | None = None
         more: list[list[T]] | None = None
         for length in lengths:
@@ -296,6 +314,18 @@ class Distribution(Generic[T]):
         if len(merged) * 2 < everybody:
             return sorted(merged, key=self._rank.__getitem__)
         return [peer for peer in self._prefixes if peer in merged]
+
+    def uniform(self) -> bool:
+        """True when :meth:`matching` gives the same peers whatever the data.
+
+        That is when no prefix but ``b""`` is held (or none at all), so every peer
+        takes every message or none, and when every peer holds ``b""``.
+        """
+        lengths = self._lengths
+        if not lengths or lengths[-1] == 0:
+            return True
+        everyone = self._holders.get(b"")
+        return everyone is not None and len(everyone) == len(self._prefixes)
 
     def count(self, prefix: bytes) -> int:
         """How many peers hold ``prefix``."""

@@ -10,7 +10,8 @@ a pipe's ``on_writable``/``on_readable`` callback (wired to the socket's wake-up
 functions) says something changed.
 
 Peers are duck-typed (``trizmq.nursery.peer.Peer``): ``out_pipe``, ``in_pipe``
-(with ``full``, ``put``, ``popleft``, ``__bool__``), ``gone``, ``connected``.
+(with ``full``, ``put``, ``offer``, ``popleft``, ``poll``, ``__bool__``), ``gone``,
+``connected``.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class SocketStrategy:
         self.readable = readable
         self.writable = writable
         self.inbound: FairQueue[Any] = FairQueue()
-        #: True when :meth:`accept` is not overridden, so recv can skip calling it
+        #: True when :meth:`accept` would accept every message, so recv can skip calling
+        #: it: when it is not overridden, or (SUB) while the subscriptions say so
         self.accepts_all = type(self).accept is SocketStrategy.accept
 
     # -- peers -------------------------------------------------------------------
@@ -101,12 +103,16 @@ class SocketStrategy:
         inbound = self.inbound
         while True:
             peer = inbound.only
-            if peer is None or not peer.in_pipe:
+            if peer is None:
                 peer = inbound.next_peer(has_data)
                 if peer is None:
                     return None
-            item = peer.in_pipe.popleft()
-            if peer.gone and not peer.in_pipe:
+            pipe = peer.in_pipe
+            item = pipe.poll()
+            if item is None:
+                # the only peer has nothing waiting
+                return None
+            if peer.gone and not pipe:
                 inbound.remove(peer)
             if item.__class__ is list and (self.accepts_all or self.accept(peer, item)):
                 return item  # type: ignore[no-any-return,unused-ignore]
@@ -114,7 +120,6 @@ class SocketStrategy:
     def accept(self, peer: Any, msg: list[bytes]) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""
         return True
-
 
     def incoming(self, peer: Any) -> None:
         """Eager strategies consume ``peer.in_pipe`` here as soon as it fills."""

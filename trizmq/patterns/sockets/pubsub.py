@@ -31,9 +31,22 @@ from .base import Fanout, SocketStrategy
 
 __all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
 
+#: the longest topic frame the routing cache keeps, and how many it keeps at most
+KEY_LIMIT = 256
+ROUTES_LIMIT = 256
+
 
 class PubStrategy(SocketStrategy):
-    """Fan-out to matching subscribers; drop for a full one."""
+    """Fan-out to matching subscribers; drop for a full one.
+
+    Routing is cached between messages, and the cache is started afresh whenever
+    the subscriptions' :attr:`~trizmq.patterns.Distribution.version` changes: when
+    no match can depend on the data (only ``b""`` is subscribed, or every peer holds
+    it) the peers are worked out once; otherwise a short topic frame heading a
+    multipart message is looked up in a small table of the topics seen (a
+    single-frame message, whose first frame is its payload too, is matched afresh
+    each time).
+    """
 
     socket_type = "PUB"
     can_send = True
@@ -45,6 +58,15 @@ class PubStrategy(SocketStrategy):
         super().__init__(*args, **kwargs)
         self.subscribers: Distribution[Any] = Distribution()
         self.dropped = 0
+        # the routing cache (see the class docstring), valid for ``_version``
+        self._version = -1
+        self._uniform = False
+        #: the peers of every message while ``_uniform``
+        self._peers: list[Any] = []
+        #: topic frame -> its peers, at most ROUTES_LIMIT of them
+        self._routes: dict[bytes, list[Any]] = {}
+        #: True when every peer is a stream (tcp/ipc) peer: no inproc copies to make
+        self._streams = True
 
     def attach(self, peer: Any) -> bool:
         self.subscribers.add_peer(peer)
@@ -56,29 +78,59 @@ class PubStrategy(SocketStrategy):
     def detach(self, peer: Any) -> None:
         self.inbound.remove(peer)
         self.vanished(self.subscribers.remove_peer(peer))
+        # hold no departed peer; the cache is rebuilt at the next send
+        self._version = -1
+        self._peers = []
+        self._routes = {}
 
     def disconnected(self, peer: Any) -> None:
         # the subscriber resends its whole set when it reconnects
         self.vanished(self.subscribers.clear_peer(peer))
 
+    def refresh(self) -> None:
+        """The peers or subscriptions changed: start the routing cache afresh."""
+        subscribers = self.subscribers
+        self._version = subscribers.version
+        self._uniform = uniform = subscribers.uniform()
+        self._streams = all(peer.kind == "stream" for peer in subscribers)
+        # with no prefix but b"", every message goes to the same peers
+        self._peers = subscribers.matching(b"") if uniform else []
+        self._routes = {}
+
     def send(self, msg: list[bytes]) -> bool:
-        peers = self.subscribers.matching(msg[0])
+        first = msg[0]
+        subscribers = self.subscribers
+        if subscribers.version != self._version:
+            self.refresh()
+        if self._uniform:
+            peers = self._peers
+        elif len(msg) > 1 and len(first) <= KEY_LIMIT and first.__class__ is bytes:
+            routes = self._routes
+            found = routes.get(first)
+            if found is None:
+                if len(routes) >= ROUTES_LIMIT:
+                    routes.clear()
+                found = routes[first] = subscribers.matching(first)
+            peers = found
+        else:
+            peers = subscribers.matching(first)
         if len(peers) == 1:
-            pipe = peers[0].out_pipe
-            if pipe.full:
+            if not peers[0].out_pipe.offer(msg):
                 self.dropped += 1
-            else:
-                pipe.put(msg)
+            return True
+        if not peers:
             return True
         # several subscribers: stream writers share one encoding, and each inproc
         # subscriber gets its own list (a receiver may mutate what it gets)
         shared = Fanout(msg)
-        for peer in peers:
-            pipe = peer.out_pipe
-            if pipe.full:
-                self.dropped += 1
-            else:
-                pipe.put(shared if peer.kind == "stream" else list(msg))
+        if self._streams:
+            for peer in peers:
+                if not peer.out_pipe.offer(shared):
+                    self.dropped += 1
+        else:
+            for peer in peers:
+                if not peer.out_pipe.offer(shared if peer.kind == "stream" else list(msg)):
+                    self.dropped += 1
         return True
 
     def recv(self) -> list[bytes] | None:
@@ -209,11 +261,13 @@ class XSubStrategy(SocketStrategy):
     def subscribe(self, topic: bytes) -> None:
         """Add one (counted) subscription and tell every connected peer."""
         self.subscriptions.add(topic)
+        self.accepts_all = b"" in self.subscriptions
         self.upstream(Subscribe(topic))
 
     def unsubscribe(self, topic: bytes) -> None:
         """Remove one count; tell the peers when it was the last."""
         if self.subscriptions.remove(topic):
+            self.accepts_all = b"" in self.subscriptions
             self.upstream(Cancel(topic))
 
     def upstream(self, command: Any) -> None:
@@ -237,6 +291,7 @@ class XSubStrategy(SocketStrategy):
         return True
 
     def accept(self, peer: Any, msg: list[bytes]) -> bool:
+        # not called while ``b""`` is subscribed: ``accepts_all`` is True then
         return self.subscriptions.matches(msg[0])
 
 
