@@ -30,6 +30,7 @@ from ._message import Message
 from ._monitor import Monitor, MonitorEvent
 from ._options import validate_options
 from .nursery.engine import SocketEngine
+from .nursery.waiters import Waiters
 from .patterns.sockets import STRATEGIES, SocketStrategy
 
 __all__ = ["Socket"]
@@ -98,8 +99,8 @@ class Socket:
     def __init__(self, **options: Any) -> None:
         self._options = validate_options(self.socket_type, options)
         strategy_class = STRATEGIES[self.socket_type]
-        self._recv_lot = trio.lowlevel.ParkingLot()
-        self._send_lot = trio.lowlevel.ParkingLot()
+        self._recv_lot = Waiters()
+        self._send_lot = Waiters()
         self._strategy: SocketStrategy = strategy_class(
             self._options, self._wake_receivers, self._wake_senders
         )

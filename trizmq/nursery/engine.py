@@ -74,6 +74,8 @@ RECEIVE_SIZE = 256 * 1024
 WRITE_BATCH = 64 * 1024
 #: the writer takes at most this many queued items for one write
 WRITE_ITEMS = 1024
+#: scheduler passes a reader lets go by before it reads again after handing on a message
+LOOK_AGAIN_AFTER = 2
 #: frames at least this big are written from the caller's object, not copied into a batch
 BIG_FRAME = 64 * 1024
 #: a refused handshake is retried no sooner than this, doubling up to REFUSED_MAX
@@ -576,6 +578,8 @@ class SocketEngine:
         (a checkpoint) before reading again, so a flood never starves other tasks.
         """
         pipe = peer.in_pipe
+        # the time of the last read matters to the heartbeat task only
+        heartbeats = bool(self.options["heartbeat_ivl"])
         try:
             self.deliver(peer, events)
             ready = True
@@ -625,12 +629,22 @@ class SocketEngine:
                     else:
                         log.debug("%s: peer closed the connection", where)
                     return
-                last_heard[0] = trio.current_time()
+                if heartbeats:
+                    last_heard[0] = trio.current_time()
                 self.deliver(peer, conn.receive_data(data))
                 if raw is not None:
                     ready = len(data) == RECEIVE_SIZE
                     if ready:
                         await trio.lowlevel.checkpoint()
+                    elif pipe:
+                        # We handed on a message, perhaps a request whose reply is
+                        # coming. Like trio's own streams, which look again after every
+                        # call, look once more before sleeping in epoll, but only after
+                        # the woken task has had its turn: a reply written in that
+                        # time is read without a wake-up from the kernel.
+                        for _ in range(LOOK_AGAIN_AFTER):
+                            await trio.lowlevel.checkpoint()
+                        ready = True
         except ProtocolError as exc:
             log.warning("%s: dropping connection: %s", where, exc)
             state["outcome"] = Outcome.REFUSED
@@ -649,6 +663,10 @@ class SocketEngine:
         if not events:
             return
         pipe = peer.in_pipe
+        if events[-1].__class__ is list and len(events) == 1:
+            # one message, the usual case of a request or a reply
+            pipe.put(events[0])
+            return
         batch: list[Any] = []
         for event in events:
             cls = event.__class__
