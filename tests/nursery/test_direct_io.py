@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 import zmq
 
 import trizmq
 from trizmq.nursery.engine import SocketEngine
+from trizmq.nursery.pipe import Pipe
 from trizmq.transport.rawio import RawSocket
 
 TRANSPORTS = ["tcp", "ipc"]
@@ -221,4 +223,68 @@ async def test_flooded_reader_lets_other_tasks_run() -> None:
     finally:
         stop = True
         push.close()
+
+
+
+
+class _FakeConn:
+    """The part of a ZMTP Connection the writer uses, with a switch to end it."""
+
+    class mechanism:  # mirrors conn.mechanism.encrypts
+        encrypts = False
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def message_encoder(self) -> Any:
+        def encode(out: bytearray, frames: list[bytes]) -> None:
+            for frame in frames:
+                out += bytes([len(frame)]) + frame
+
+        return encode
+
+
+class _HalfSocket:
+    """A RawSocket whose kernel takes half of the first write and nothing after."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def send(self, data: Any) -> int:
+        if self.written:
+            raise BlockingIOError
+        half = bytes(data)[: len(data) // 2]
+        self.written += half
+        return len(half)
+
+    async def wait_writable(self) -> None:
+        await trio.sleep_forever()
+
+
+async def test_half_written_message_is_dropped_when_its_connection_ends() -> None:
+    """The rest of a message cut short belongs to that connection: when the
+    connection ends before the writer sends it, it is dropped from the queue (a
+    whole message after it stays queued for the next connection)."""
+    from trizmq.nursery.peer import Peer
+
+    engine: Any = SocketEngine.__new__(SocketEngine)
+    engine.closing = False
+    engine.write_through = True
+    out_pipe = Pipe(100)
+    peer = Peer("tcp://test", "stream", out_pipe, Pipe(100))
+    conn = _FakeConn()
+    raw = _HalfSocket()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            done = trio.CancelScope()
+            nursery.start_soon(engine.writer, None, conn, peer, done, "test", raw)
+            await trio.testing.wait_all_tasks_blocked()
+            assert out_pipe.direct is not None  # the idle writer offers write-through
+            out_pipe.put([b"first message"])  # written by us, half taken by the kernel
+            assert bytes(raw.written) == (b"\x0dfirst message")[:7]
+            assert out_pipe.peek().__class__ is bytes  # the rest waits for the writer
+            out_pipe.put([b"second"])
+            conn.closed = True  # the connection ends before the writer runs
+        assert done.cancel_called
+    assert list(out_pipe.drain()) == [[b"second"]]
 
