@@ -47,11 +47,16 @@ async def handshakes(events: trizmq.Monitor, n: int) -> None:
 async def linked(
     binders: Sequence[trizmq.Socket], connecters: Sequence[trizmq.Socket], transport: str
 ) -> AsyncIterator[list[str]]:
-    """Enter every socket; each connecter connects to every binder; handshakes awaited."""
+    """Enter every socket; each connecter connects to every binder; handshakes awaited.
+
+    On both sides: a connecter may finish its handshake before the binder has read
+    its READY, and a binder routes only to peers whose handshake it finished.
+    """
     async with AsyncExitStack() as stack:
         for sock in (*binders, *connecters):
             await stack.enter_async_context(sock)
         monitors = [sock.monitor() for sock in connecters]
+        binder_monitors = [sock.monitor() for sock in binders]
         endpoints = [await sock.bind(fresh(transport)) for sock in binders]
         for sock in connecters:
             for endpoint in endpoints:
@@ -59,7 +64,9 @@ async def linked(
         if transport != "inproc":
             for events in monitors:
                 await handshakes(events, len(binders))
-        for events in monitors:
+            for events in binder_monitors:
+                await handshakes(events, len(connecters))
+        for events in (*monitors, *binder_monitors):
             events.close()
         yield endpoints
 
