@@ -64,6 +64,9 @@ from ..zmtp.udp import decode_datagram, encode_datagram
 from .peer import Peer
 from .pipe import Pipe
 
+#: our own generator: the jitter never disturbs (nor depends on) the application's random state
+_JITTER = random.Random()
+
 __all__ = ["SocketEngine"]
 
 log = logging.getLogger("trizmq")
@@ -381,7 +384,7 @@ class SocketEngine:
                 # jitter keeps a crowd of clients from reconnecting in lockstep; after a
                 # refusal it only lengthens the wait, which stays at least REFUSED_MIN
                 refused_now = outcome is Outcome.REFUSED
-                wait *= random.uniform(1.0, 1.1) if refused_now else random.uniform(0.9, 1.1)
+                wait *= _JITTER.uniform(1.0, 1.1) if refused_now else _JITTER.uniform(0.9, 1.1)
                 self.emit(monitor.ConnectRetried(str(endpoint), wait))
                 await trio.sleep(wait)
 

@@ -42,6 +42,9 @@ from .base import SocketStrategy, has_data
 from .pair import PairStrategy
 from .pipeline import RoundRobinOut
 
+#: our own generator: ids never disturb (nor depend on) the application's random state
+_IDS = random.Random()
+
 __all__ = [
     "ChannelStrategy",
     "ClientStrategy",
@@ -139,7 +142,7 @@ class ServerStrategy(SocketStrategy):
         self.routes: dict[int, Any] = {}
         #: the id of every peer still attached or with unread input
         self.ids: dict[Any, int] = {}
-        self.next_id = random.getrandbits(32)
+        self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
 
     def generate_id(self) -> int:

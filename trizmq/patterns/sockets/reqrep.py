@@ -37,6 +37,9 @@ from ..._errors import HostUnreachable, StateError
 from .base import SocketStrategy, can_take, has_data
 from .pipeline import RoundRobinOut
 
+#: our own generator: ids never disturb (nor depend on) the application's random state
+_IDS = random.Random()
+
 __all__ = ["DealerStrategy", "RepStrategy", "ReqStrategy", "RouterStrategy"]
 
 _REQUEST_ID = struct.Struct("!I")
@@ -67,7 +70,7 @@ class ReqStrategy(DealerStrategy):
         self.relaxed = bool(self.options.get("req_relaxed", False))
         #: the peer the pending request went to; None when no reply is awaited
         self.asked: Any = None
-        self.request_id = random.getrandbits(32)
+        self.request_id = _IDS.getrandbits(32)
 
     def send(self, msg: list[bytes]) -> bool:
         if self.asked is not None and not self.relaxed:
@@ -165,7 +168,7 @@ class RouterStrategy(SocketStrategy):
         self.handover = bool(self.options.get("router_handover", False))
         self.probe = bool(self.options.get("probe_router", False))
         self.routes: dict[bytes, Any] = {}
-        self.next_id = random.getrandbits(32)
+        self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
         #: set by the runtime: close one peer's connection (handover)
         self.kick: Callable[[Any], None] = lambda peer: None
