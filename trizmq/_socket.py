@@ -31,7 +31,9 @@ from ._monitor import Monitor, MonitorEvent
 from ._options import validate_options
 from .nursery.engine import SocketEngine
 from .nursery.waiters import Waiters
+from .patterns.routing import FairQueue, RoundRobin
 from .patterns.sockets import STRATEGIES, SocketStrategy
+from .patterns.sockets.pipeline import RoundRobinOut
 
 __all__ = ["Socket"]
 
@@ -117,6 +119,17 @@ class Socket:
         self._incoming: deque[bytes] = deque()
         #: True when the subclass shows a message differently from the strategy's form
         self._own_frames = type(self)._frames_of is not Socket._frames_of
+        #: the strategy routes exactly as the shared fair queue / round robin do, so
+        #: recv()/send() may take their one-peer shortcut themselves
+        strategy = self._strategy
+        self._fair_queue: FairQueue[Any] | None = (
+            strategy.inbound if type(strategy).recv is SocketStrategy.recv else None
+        )
+        self._round_robin: RoundRobin[Any] | None = (
+            strategy.outbound
+            if isinstance(strategy, RoundRobinOut) and type(strategy).send is RoundRobinOut.send
+            else None
+        )
         self._outgoing: list[bytes] = []
 
     def __repr__(self) -> str:
@@ -397,7 +410,10 @@ class Socket:
         while True:
             if not self._sendable:
                 self._check_send()
-            if strategy.send(msg):
+            round_robin = self._round_robin
+            peer = round_robin.only if round_robin is not None else None
+            # RoundRobinOut.send inlined for its commonest case, one peer
+            if peer.out_pipe.offer(msg) if peer is not None else strategy.send(msg):
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
                     self._ops = 0
@@ -496,9 +512,22 @@ class Socket:
         while True:
             if not self._recvable:
                 self._check_recv()
-            msg = strategy.recv()
-            if msg is not None:
-                break
+            fair_queue = self._fair_queue
+            peer = fair_queue.only if fair_queue is not None else None
+            if peer is not None and not peer.gone:
+                # SocketStrategy.recv inlined for its commonest case, one live peer:
+                # a message, or nothing to read; anything else is dropped, as there
+                msg = peer.in_pipe.poll()
+                if msg.__class__ is list:
+                    if strategy.accepts_all or strategy.accept(peer, msg):
+                        break
+                    continue
+                if msg is not None:
+                    continue
+            else:
+                msg = strategy.recv()
+                if msg is not None:
+                    break
             self._engine.write_through = True  # type: ignore[union-attr]
             await self._recv_lot.park()
         self._ops += 1
@@ -510,7 +539,8 @@ class Socket:
             msg = self._frames_of(msg)
         if len(msg) > 1:
             self._incoming.extend(msg[1:])
-        return msg[0]
+        first: bytes = msg[0]
+        return first
 
     def recv_nowait(self) -> bytes:
         """Receive one frame or raise ``trio.WouldBlock``."""
