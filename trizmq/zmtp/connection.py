@@ -206,6 +206,8 @@ class Connection:
         self._big_missing = 0
         self._commands: dict[bytes, Callable[[bytes], Event]] = {}
         self._wrapped = False
+        #: in plain (unencrypted) traffic and alive: receive_data's fast path applies
+        self._plain_traffic = False
 
         self._handshake_complete = False
         self._peer_version = (0, 0)
@@ -288,6 +290,17 @@ class Connection:
 
     def receive_data(self, data: Buffer) -> list[Received]:
         """Consume ``data``; return every event and message it completed, in order."""
+        if self._plain_traffic and not self._buf and self._big is None and type(data) is bytes:
+            # the hot path: plain traffic, nothing held back from the last call
+            events: list[Received] = []
+            try:
+                pos = self._parse_traffic(data, 0, events)
+            except ProtocolError as exc:
+                self._die(exc.reason)
+                raise
+            if pos < len(data) and self._dead is None:
+                self._buf += memoryview(data)[pos:]
+            return events
         if self._dead is not None:
             raise ProtocolError(self._dead)
         if not self._started:
@@ -389,6 +402,7 @@ class Connection:
 
     def _die(self, reason: str) -> None:
         self._dead = reason
+        self._plain_traffic = False
         self._state = _State.FINISHED
         self._buf.clear()
         self._frames = []
@@ -507,6 +521,7 @@ class Connection:
         self._wrapped = mechanism.encrypts
         self._handshake_complete = True
         self._state = _State.TRAFFIC
+        self._plain_traffic = not self._wrapped
         return HandshakeComplete(socket_type, identity, dict(metadata), self._peer_version)
 
     def _command(self, body: bytes) -> Event:
