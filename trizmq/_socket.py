@@ -287,8 +287,7 @@ class Socket:
 
     # -- wake-ups ------------------------------------------------------------------------
     def _wake_receivers(self) -> None:
-        if self._recv_lot:
-            self._recv_lot.unpark_all()
+        self._recv_lot.unpark_all()  # a no-op with nobody parked
 
     def _wake_senders(self) -> None:
         if self._send_lot:

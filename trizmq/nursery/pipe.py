@@ -177,8 +177,7 @@ class Pipe:
         self._writers.unpark_all()
 
     def _became_readable(self) -> None:
-        if self._readers:
-            self._readers.unpark_all()
+        self._readers.unpark_all()  # a no-op with nobody parked
         if self.on_readable is not None:
             self.on_readable()
 

@@ -75,8 +75,12 @@ class ReqStrategy(DealerStrategy):
     def send(self, msg: list[bytes]) -> bool:
         if self.asked is not None and not self.relaxed:
             raise StateError("REQ must receive the reply before it sends another request")
-        peer = self.outbound.next_peer(can_take)
+        peer = self.outbound.only
         if peer is None:
+            peer = self.outbound.next_peer(can_take)
+            if peer is None:
+                return False
+        elif peer.out_pipe.full:
             return False
         if self.correlate:
             self.request_id = (self.request_id + 1) & 0xFFFFFFFF
@@ -89,13 +93,18 @@ class ReqStrategy(DealerStrategy):
     def recv(self) -> list[bytes] | None:
         if self.asked is None:
             raise StateError("REQ must send a request before it receives")
+        inbound = self.inbound
         while True:
-            peer = self.inbound.next_peer(has_data)
+            peer = inbound.only
             if peer is None:
+                peer = inbound.next_peer(has_data)
+                if peer is None:
+                    return None
+            item = peer.in_pipe.poll()
+            if item is None:
                 return None
-            item = peer.in_pipe.popleft()
             if peer.gone and not peer.in_pipe:
-                self.inbound.remove(peer)
+                inbound.remove(peer)
             if peer is not self.asked or item.__class__ is not list:
                 continue  # a reply from a peer we did not ask: drop it
             body = self.unwrap(item)
@@ -128,13 +137,18 @@ class RepStrategy(SocketStrategy):
     def recv(self) -> list[bytes] | None:
         if self.pending is not None:
             raise StateError("REP must send the reply before it receives another request")
+        inbound = self.inbound
         while True:
-            peer = self.inbound.next_peer(has_data)
+            peer = inbound.only
             if peer is None:
+                peer = inbound.next_peer(has_data)
+                if peer is None:
+                    return None
+            item = peer.in_pipe.poll()
+            if item is None:
                 return None
-            item = peer.in_pipe.popleft()
             if peer.gone and not peer.in_pipe:
-                self.inbound.remove(peer)
+                inbound.remove(peer)
             if item.__class__ is not list:
                 continue
             try:
