@@ -293,11 +293,21 @@ class Socket:
         if self._send_lot:
             self._send_lot.unpark_all()
 
-    async def _tick(self) -> None:
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            self._ops = 0
-            await trio.lowlevel.cancel_shielded_checkpoint()
+    async def _yield_turn(self) -> None:
+        """The fast paths' yield, once every YIELD_EVERY calls that did not wait."""
+        self._ops = 0
+        self._engine.write_through = True  # type: ignore[union-attr]
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def _wait_to_send(self) -> None:
+        """Park until a pipe can take more (the socket waits: write-through again)."""
+        self._engine.write_through = True  # type: ignore[union-attr]
+        await self._send_lot.park()
+
+    async def _wait_to_recv(self) -> None:
+        """Park until a message may be there (the socket waits: write-through again)."""
+        self._engine.write_through = True  # type: ignore[union-attr]
+        await self._recv_lot.park()
 
     # -- sending ---------------------------------------------------------------------------
     def _check_send(self) -> None:
@@ -329,12 +339,9 @@ class Socket:
                 # the fast path: yield to the scheduler only once every YIELD_EVERY calls
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
-                    self._ops = 0
-                    self._engine.write_through = True  # type: ignore[union-attr]
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    await self._yield_turn()
                 return
-            self._engine.write_through = True  # type: ignore[union-attr]
-            await self._send_lot.park()
+            await self._wait_to_send()
 
     def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
         """A message given as frames, in the strategy's own form."""
@@ -362,8 +369,7 @@ class Socket:
                     self._check_send()
                 if strategy.send(msg):
                     break
-                self._engine.write_through = True  # type: ignore[union-attr]
-                await self._send_lot.park()
+                await self._wait_to_send()
             count += 1
         if self._engine is not None:
             self._engine.write_through = True
@@ -415,12 +421,9 @@ class Socket:
             if peer.out_pipe.offer(msg) if peer is not None else strategy.send(msg):
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
-                    self._ops = 0
-                    self._engine.write_through = True  # type: ignore[union-attr]
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    await self._yield_turn()
                 return
-            self._engine.write_through = True  # type: ignore[union-attr]
-            await self._send_lot.park()
+            await self._wait_to_send()
 
     def send_nowait(self, data: Any, *, more: bool = False) -> None:
         """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
@@ -465,12 +468,9 @@ class Socket:
             if msg is not None:
                 self._ops += 1
                 if self._ops >= YIELD_EVERY:
-                    self._ops = 0
-                    self._engine.write_through = True  # type: ignore[union-attr]
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    await self._yield_turn()
                 return msg
-            self._engine.write_through = True  # type: ignore[union-attr]
-            await self._recv_lot.park()
+            await self._wait_to_recv()
 
     def _frames_of(self, raw: list[bytes]) -> list[bytes]:
         """The frames the application sees of a strategy's message."""
@@ -527,13 +527,10 @@ class Socket:
                 msg = strategy.recv()
                 if msg is not None:
                     break
-            self._engine.write_through = True  # type: ignore[union-attr]
-            await self._recv_lot.park()
+            await self._wait_to_recv()
         self._ops += 1
         if self._ops >= YIELD_EVERY:
-            self._ops = 0
-            self._engine.write_through = True  # type: ignore[union-attr]
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            await self._yield_turn()
         if self._own_frames:
             msg = self._frames_of(msg)
         if len(msg) > 1:
