@@ -58,7 +58,7 @@ from ..transport.inproc import registry
 from ..transport.rawio import RawSocket
 from ..zmtp import Connection, ProtocolError, ZapReply, ZapRequest, decode_metadata
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
-from ..zmtp.frames import LONG_HEADER
+from ..zmtp.frames import MORE, frame_header
 from ..zmtp.socket_types import is_compatible
 from ..zmtp.udp import decode_datagram, encode_datagram
 from .peer import Peer
@@ -793,18 +793,13 @@ class SocketEngine:
         last = len(frames) - 1
         for i, frame in enumerate(frames):
             size = len(frame)
-            flags = 0x01 if i < last else 0x00
-            if size < 256:
-                buf += bytes((flags, size))
+            buf += frame_header(MORE if i < last else 0, size)
+            if size < BIG_FRAME:
                 buf += frame
             else:
-                buf += LONG_HEADER.pack(flags | 0x02, size)
-                if size < BIG_FRAME:
-                    buf += frame
-                else:
-                    parts.append(buf)
-                    parts.append(frame)
-                    buf = bytearray()
+                parts.append(buf)
+                parts.append(frame)
+                buf = bytearray()
         if buf:
             parts.append(buf)
 
