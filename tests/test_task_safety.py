@@ -227,7 +227,7 @@ async def test_close_wakes_every_blocked_task_and_thread(kind: str) -> None:
                     nursery.start_soon(receiver)
                 for _ in range(THREADS):
                     nursery.start_soon(trio.to_thread.run_sync, thread_receiver)
-                while len(link.receiver._recv_lot) < TASKS + THREADS:
+                while link.receiver.statistics()["receivers_waiting"] < TASKS + THREADS:
                     await trio.sleep(0.001)  # threads are not awaitable until they park
                 await link.receiver.aclose()
         assert sorted(outcomes) == ["task"] * TASKS + ["thread"] * THREADS

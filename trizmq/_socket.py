@@ -131,6 +131,8 @@ class Socket:
             else None
         )
         self._outgoing: list[bytes] = []
+        #: the ReadThrough a receiving task of ours parks in (see _wait_to_recv)
+        self._reading: Any = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._engine else "new"
@@ -229,7 +231,7 @@ class Socket:
                     await self._engine.close(linger)
         finally:
             self._closed = True
-            self._recv_lot.unpark_all()
+            self._wake_receivers()
             self._send_lot.unpark_all()
             for monitor in list(self._monitors):
                 monitor.close()
@@ -288,6 +290,9 @@ class Socket:
     # -- wake-ups ------------------------------------------------------------------------
     def _wake_receivers(self) -> None:
         self._recv_lot.unpark_all()  # a no-op with nobody parked
+        reading = self._reading
+        if reading is not None:
+            reading.interrupt()  # a no-op once its task has woken
 
     def _wake_senders(self) -> None:
         if self._send_lot:
@@ -305,8 +310,31 @@ class Socket:
         await self._send_lot.park()
 
     async def _wait_to_recv(self) -> None:
-        """Park until a message may be there (the socket waits: write-through again)."""
-        self._engine.write_through = True  # type: ignore[union-attr]
+        """Park until a message may be there (the socket waits: write-through again).
+
+        With one peer, a live stream connection, and nothing queued from it, the task
+        waits on the connection's socket itself and reads what arrives (read-through,
+        ``trizmq.nursery.engine.ReadThrough``): a message then takes one scheduler
+        pass to reach it, not two. Anything that would wake a parked receiver
+        (another peer's message, the socket closing) interrupts that wait.
+        """
+        engine = self._engine
+        engine.write_through = True  # type: ignore[union-attr]
+        peers = engine.peers  # type: ignore[union-attr]
+        if len(peers) == 1:
+            for peer in peers:
+                reader = peer.read_through
+                if reader is not None and reader.waiting is None and not peer.in_pipe:
+                    self._reading = reader
+                    try:
+                        await reader.wait()
+                    except trio.ClosedResourceError:
+                        return  # interrupted: look again
+                    finally:
+                        if reader.waiting is None:
+                            self._reading = None
+                    reader.read()
+                    return
         await self._recv_lot.park()
 
     # -- sending ---------------------------------------------------------------------------
@@ -588,10 +616,17 @@ class Socket:
         """Peers, endpoints and queue lengths, for diagnostics.
 
         ``queued_out`` and ``queued_in`` count the messages waiting in this socket's
-        peer queues (outgoing: not yet written; incoming: not yet read).
+        peer queues (outgoing: not yet written; incoming: not yet read);
+        ``receivers_waiting`` and ``senders_waiting`` the tasks (and threads) parked
+        in a receive or a send.
         """
         engine = self._engine
         stats: dict[str, Any] = dict(self._strategy.statistics())
+        reading = self._reading
+        stats["receivers_waiting"] = len(self._recv_lot) + (
+            reading is not None and reading.waiting is not None
+        )
+        stats["senders_waiting"] = len(self._send_lot)
         if engine is not None:
             stats["bound"] = sorted(engine.listeners)
             stats["connected"] = sorted(engine.connecters)

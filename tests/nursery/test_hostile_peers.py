@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import trizmq
 
@@ -411,3 +412,67 @@ async def test_many_hostile_peers_at_once(caplog: pytest.LogCaptureFixture) -> N
         await wait_closed_by_server(stream)
 
     await run_case(caplog, "tcp", hostile, "incompatible socket type", connections=len(scripts) + 1)
+
+
+# -- the only peer, read by the receiving task itself ---------------------------------------
+
+ONLY_PEER_CASES = {
+    "garbage": (b"\xf0" + b"garbage" * 50, "reserved frame flag bits set (flags 0xF0)"),
+    "mid-message": (frame(b"part", more=True), "mid-message"),
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("case", sorted(ONLY_PEER_CASES))
+async def test_only_peer_misbehaving_while_a_task_reads_it(
+    caplog: pytest.LogCaptureFixture, transport: str, case: str
+) -> None:
+    """With one peer and a task parked in a receive, the task reads the connection
+    itself (read-through, ``ReadThrough`` in ``trizmq.nursery.engine``): what it
+    meets must end that connection just as the reader would, and nothing else."""
+    tail, reason = ONLY_PEER_CASES[case]
+    caplog.set_level(logging.WARNING, logger="trizmq")
+    bind = "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"
+    with trio.fail_after(10):
+        async with trizmq.Pull() as pull, pull.monitor() as events:
+            endpoint = await pull.bind(bind)
+            h = Harness(pull, None, endpoint)  # type: ignore[arg-type]
+            h.events = events
+            got_in, got = trio.open_memory_channel[list[bytes]](10)
+
+            async def receive() -> None:
+                while True:
+                    got_in.send_nowait(await pull.recv_multipart())
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(receive)
+                async with h.raw() as stream:
+                    await send(stream, HANDSHAKE)
+                    await h.handshaken(1)
+                    # read trizmq's whole handshake, so that our close is a clean EOF
+                    await receive_exactly(stream, 64)
+                    header = await receive_exactly(stream, 2)
+                    await receive_exactly(stream, header[1])
+                    # one good message: the reader wakes for it too, finds the task
+                    # waiting again, and leaves the socket to it
+                    await send(stream, frame(b"fine"))
+                    assert await got.receive() == [b"fine"]
+                    await trio.testing.wait_all_tasks_blocked()
+                    engine: Any = pull._engine
+                    (peer,) = engine.peers
+                    read_through = peer.read_through
+                    assert read_through is not None and read_through.waiting is not None
+                    await send(stream, tail)
+                    if case == "garbage":
+                        await wait_closed_by_server(stream)
+                async for event in events:
+                    if isinstance(event, trizmq.Disconnected):
+                        break
+                # the receiving task met it, not the reader
+                assert read_through.ended
+                async with trizmq.Push(connect=endpoint) as push:
+                    await push.send(b"good")
+                    assert await got.receive() == [b"good"]
+                nursery.cancel_scope.cancel()
+    logged = warnings_of(caplog)
+    assert any(reason in message for message in logged), logged

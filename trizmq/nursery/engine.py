@@ -63,6 +63,7 @@ from ..zmtp.socket_types import is_compatible
 from ..zmtp.udp import decode_datagram, encode_datagram
 from .peer import Peer
 from .pipe import Pipe
+from .waiters import Waiters
 
 #: our own generator: the jitter never disturbs (nor depends on) the application's random state
 _JITTER = random.Random()
@@ -107,6 +108,148 @@ _COMMAND_ENCODERS: dict[type, Callable[[Any, Any], bytes]] = {
     Pong: lambda conn, cmd: conn.encode_pong(cmd.context),
 }
 _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
+
+
+def _log_closed(where: str, conn: Connection) -> None:
+    if conn.in_message:
+        log.warning(
+            "%s: peer closed the connection mid-message; its unfinished message is dropped",
+            where,
+        )
+    else:
+        log.debug("%s: peer closed the connection", where)
+
+
+def _log_lost(where: str, conn: Connection, exc: BaseException) -> None:
+    if conn.in_message:
+        log.warning(
+            "%s: connection lost mid-message (%s); its unfinished message is dropped",
+            where,
+            exc,
+        )
+    else:
+        log.debug("%s: connection lost: %s", where, exc)
+
+
+class ReadThrough:
+    """A receiving task's way to read its only peer's connection itself.
+
+    A task about to park in a receive, with nothing queued, on a socket whose only
+    peer is a live stream connection, waits on the connection's socket
+    (:meth:`wait`, alongside the reader's own wait) instead of waiting for the
+    reader to hand it a message. When data arrives both tasks wake in the same
+    scheduler pass and whichever runs first reads and parses it (:meth:`read` does
+    what one turn of the reader's loop does), so the receiving task has its message
+    one pass (~7 µs here) sooner: on a request-reply round trip that is one pass on
+    each side. The end of the stream, an error or a protocol violation met here ends
+    the connection exactly as the reader would. Offered only on OS sockets
+    (:class:`RawSocket`) with heartbeats off, where the reader keeps no clock.
+    """
+
+    __slots__ = (
+        "_conn",
+        "_engine",
+        "_peer",
+        "_raw",
+        "_reader",
+        "_state",
+        "_where",
+        "ended",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        engine: SocketEngine,
+        conn: Connection,
+        peer: Peer,
+        raw: RawSocket,
+        state: dict[str, Outcome],
+        where: str,
+    ) -> None:
+        self._engine = engine
+        self._conn = conn
+        self._peer = peer
+        self._raw = raw
+        self._state = state
+        self._where = where
+        #: set once :meth:`read` met the end of the connection: read it no more
+        self.ended = False
+        #: the receiving task parked in :meth:`wait`, if one is (one at a time)
+        self.waiting: trio.lowlevel.Task | None = None
+        # the reader, while it stands by (see stand_by)
+        self._reader = Waiters()
+
+    async def wait(self) -> None:
+        """Park until the connection has data; ``trio.ClosedResourceError`` when
+        :meth:`interrupt` is called or the connection ends meanwhile.
+
+        Only while :attr:`waiting` is None: one task at a time waits here.
+        """
+        task = trio.lowlevel.current_task()
+        self.waiting = task
+        try:
+            await self._raw.wait_readable_too()
+        finally:
+            if self.waiting is task:
+                self.waiting = None
+            self._reader.unpark_all()
+
+    def interrupt(self) -> None:
+        """Wake the task parked in :meth:`wait` (``trio.ClosedResourceError`` there);
+        a no-op when none is."""
+        if self.waiting is not None:
+            self.waiting = None
+            self._raw.interrupt()
+
+    async def stand_by(self) -> None:
+        """The reader's wait while a receiving task waits on the socket for it.
+
+        Were both parked on the socket, the reader would wake for every message
+        too, and read it first half of the time (trio runs a batch of woken tasks
+        in either order), so the receiving task would gain nothing then and pay a
+        failed read. Instead the reader parks here until the receiving task stops
+        waiting, whatever the reason, and then looks at the socket again unless
+        the task waits once more: between the two, one of them always watches.
+        """
+        await self._reader.park()
+
+    @enable_ki_protection
+    def read(self) -> None:
+        """Read what the socket holds now and hand its messages to the peer's pipe.
+
+        Protected from ``KeyboardInterrupt`` like the reader: a Ctrl-C between the
+        read and the parse would lose bytes from the middle of the stream.
+        """
+        if self.ended:
+            return
+        conn = self._conn
+        try:
+            data = self._raw.recv(RECEIVE_SIZE)
+        except BlockingIOError:
+            return  # the reader was first
+        except OSError as exc:
+            _log_lost(self._where, conn, exc)
+            self._end()
+            return
+        if not data:
+            _log_closed(self._where, conn)
+            self._end()
+            return
+        try:
+            self._engine.deliver(self._peer, conn.receive_data(data))
+        except ProtocolError as exc:
+            log.warning("%s: dropping connection: %s", self._where, exc)
+            self._state["outcome"] = Outcome.REFUSED
+            self._end()
+
+    def _end(self) -> None:
+        self.ended = True
+        peer = self._peer
+        if peer.read_through is self:
+            peer.read_through = None
+        if peer.scope is not None:
+            peer.scope.cancel()
 
 
 class _DatagramListener:
@@ -454,6 +597,11 @@ class SocketEngine:
         state = {"outcome": Outcome.DONE}
         last_heard = [trio.current_time()]
         raw = RawSocket.of(stream)
+        read_through = (
+            ReadThrough(self, conn, peer, raw, state, where)
+            if raw is not None and not options["heartbeat_ivl"]
+            else None
+        )
         try:
             with trio.CancelScope() as scope:
                 peer.scope = scope
@@ -465,9 +613,12 @@ class SocketEngine:
                         nursery.start_soon(
                             self.heartbeat, peer, last_heard, nursery.cancel_scope, where
                         )
-                    await self.reader(stream, conn, peer, events, state, where, last_heard, raw)
+                    await self.reader(
+                        stream, conn, peer, events, state, where, last_heard, raw, read_through
+                    )
                     nursery.cancel_scope.cancel()
         finally:
+            peer.read_through = None
             if raw is not None:
                 raw.close()
             self.emit(monitor.Disconnected(peer.endpoint, peer.remote_address))
@@ -572,6 +723,7 @@ class SocketEngine:
         where: str,
         last_heard: list[float],
         raw: RawSocket | None = None,
+        read_through: ReadThrough | None = None,
     ) -> None:
         """Parse everything the peer sends; a full incoming pipe stops reading.
 
@@ -579,12 +731,16 @@ class SocketEngine:
         ``wait_readable`` only when the socket is empty: a short read means the
         socket was drained, so it waits at once; a full read yields to the scheduler
         (a checkpoint) before reading again, so a flood never starves other tasks.
+        ``read_through`` is offered to receiving tasks once the handshake's leftovers
+        are handed on (see :class:`ReadThrough`): such a task may read first.
         """
         pipe = peer.in_pipe
         # the time of the last read matters to the heartbeat task only
         heartbeats = bool(self.options["heartbeat_ivl"])
         try:
             self.deliver(peer, events)
+            if read_through is not None:
+                peer.read_through = read_through
             ready = True
             data: bytes | bytearray
             while True:
@@ -597,6 +753,13 @@ class SocketEngine:
                 ttl, peer.ttl = peer.ttl, 0.0
                 if raw is not None:
                     if not ready:
+                        if (
+                            read_through is not None
+                            and read_through.waiting is not None
+                            and not ttl
+                        ):
+                            await read_through.stand_by()
+                            continue
                         if ttl:
                             with trio.move_on_after(ttl) as timer:
                                 await raw.wait_readable()
@@ -607,6 +770,8 @@ class SocketEngine:
                                 return
                         else:
                             await raw.wait_readable()
+                    if read_through is not None and read_through.ended:
+                        return  # a receiving task met the end and ends the connection
                     try:
                         data = raw.recv(RECEIVE_SIZE)
                     except BlockingIOError:
@@ -623,14 +788,7 @@ class SocketEngine:
                 else:
                     data = await stream.receive_some(RECEIVE_SIZE)
                 if not data:
-                    if conn.in_message:
-                        log.warning(
-                            "%s: peer closed the connection mid-message; "
-                            "its unfinished message is dropped",
-                            where,
-                        )
-                    else:
-                        log.debug("%s: peer closed the connection", where)
+                    _log_closed(where, conn)
                     return
                 if heartbeats:
                     last_heard[0] = trio.current_time()
@@ -652,14 +810,7 @@ class SocketEngine:
             log.warning("%s: dropping connection: %s", where, exc)
             state["outcome"] = Outcome.REFUSED
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            if conn.in_message:
-                log.warning(
-                    "%s: connection lost mid-message (%s); its unfinished message is dropped",
-                    where,
-                    exc,
-                )
-            else:
-                log.debug("%s: connection lost: %s", where, exc)
+            _log_lost(where, conn, exc)
 
     def deliver(self, peer: Peer, events: list[Any]) -> None:
         """Hand a batch of parsed events to the peer's incoming pipe in one go."""
@@ -831,6 +982,7 @@ class SocketEngine:
         encode_into = conn.message_encoder()
         send = raw.send
 
+        @enable_ki_protection
         def direct(item: Any) -> Any:
             if not self.write_through or conn.closed:
                 return item

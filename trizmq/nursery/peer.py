@@ -34,6 +34,7 @@ class Peer:
         "on_gone",
         "out_pipe",
         "peer_type",
+        "read_through",
         "remote_address",
         "routing_id",
         "scope",
@@ -71,6 +72,9 @@ class Peer:
         self.ttl = 0.0
         #: called when the remote side of an inproc link goes away
         self.on_gone: Any = None
+        #: while a stream connection's reader runs (OS sockets, heartbeats off): the
+        #: ``trizmq.nursery.engine.ReadThrough`` a receiving task may read it with
+        self.read_through: Any = None
 
     @property
     def flushed(self) -> bool:

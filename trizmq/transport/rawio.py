@@ -17,6 +17,12 @@ the stream's own descriptor (closing the stream wakes them with
 ``trio.ClosedResourceError``), and :meth:`RawSocket.close` releases the duplicate.
 Only POSIX sockets get one; anything else (the ``trizmq.testing`` virtual network's
 streams, Windows) keeps trio's stream calls.
+
+A second task may wait on the duplicate (:meth:`RawSocket.wait_readable_too`)
+while the reader waits on the original: both wake when data arrives, and whichever
+runs first reads it. A receiving task uses this to read the connection itself
+instead of waiting for the reader to hand it a message (see ``ReadThrough`` in
+``trizmq.nursery.engine``); :meth:`RawSocket.interrupt` ends that wait early.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ __all__ = ["RawSocket"]
 class RawSocket:
     """Non-blocking ``recv``/``send`` on a duplicate of a socket stream's descriptor."""
 
-    __slots__ = ("_fd", "_sock", "recv", "send")
+    __slots__ = ("_dup", "_fd", "_sock", "closed", "recv", "send")
 
     def __init__(self, stream: trio.SocketStream) -> None:
         tsock = stream.socket
@@ -44,6 +50,9 @@ class RawSocket:
             os.close(dup)
             raise
         self._sock.setblocking(False)
+        self._dup = dup
+        #: True once :meth:`close` released the duplicate
+        self.closed = False
         #: ``recv(max_bytes) -> bytes``; raises ``BlockingIOError`` when nothing is there
         self.recv = self._sock.recv
         #: ``send(data) -> int``; raises ``BlockingIOError`` when the kernel buffer is full
@@ -67,6 +76,30 @@ class RawSocket:
         """Park until the socket can take more data."""
         await trio.lowlevel.wait_writable(self._fd)
 
+    async def wait_readable_too(self) -> None:
+        """Park until the socket has data, waiting on the duplicate descriptor, so that
+        one task may wait here while another waits in :meth:`wait_readable`.
+
+        Raises ``trio.ClosedResourceError`` when :meth:`interrupt` or :meth:`close`
+        ends the wait.
+        """
+        if self.closed:
+            await trio.lowlevel.checkpoint()  # a caller that loops still yields
+            raise trio.ClosedResourceError("the connection has ended")
+        await trio.lowlevel.wait_readable(self._dup)
+
+    def interrupt(self) -> None:
+        """Wake a task parked in :meth:`wait_readable_too` (a no-op if none is)."""
+        if not self.closed:
+            trio.lowlevel.notify_closing(self._dup)
+
     def close(self) -> None:
-        """Release the duplicate descriptor (the stream still owns the connection)."""
-        self._sock.close()
+        """Release the duplicate descriptor (the stream still owns the connection).
+
+        A task parked in :meth:`wait_readable_too` wakes with
+        ``trio.ClosedResourceError``.
+        """
+        if not self.closed:
+            self.closed = True
+            trio.lowlevel.notify_closing(self._dup)
+            self._sock.close()

@@ -1,0 +1,233 @@
+"""Read-through: a receiving task reads its only peer's connection itself.
+
+A task that would park in a receive, on a socket whose only peer is a live tcp/ipc
+connection with nothing queued, waits on the connection's socket alongside the
+reader (``ReadThrough`` in ``trizmq.nursery.engine``); once it does, the reader
+stands by rather than racing it for every message. These tests check what must
+hold whoever reads: every message arrives once and in order, another peer's message
+or the socket closing still wakes the task, a cancelled receive hands the
+connection back to the reader, and a peer that hangs up is noticed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+import zmq
+
+import trizmq
+from trizmq.nursery.engine import ReadThrough
+
+TRANSPORTS = ["tcp", "ipc"]
+
+
+def bind_address(transport: str) -> str:
+    return "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"
+
+
+def libzmq_push(endpoint: str) -> Any:
+    ctx: Any = zmq.Context.instance()
+    push = ctx.socket(zmq.PUSH)
+    push.linger = 0
+    push.sndtimeo = 5000
+    push.connect(endpoint)
+    return push
+
+
+def only_read_through(sock: trizmq.Socket) -> ReadThrough:
+    engine: Any = sock._engine
+    (peer,) = engine.peers
+    assert peer.read_through is not None
+    return peer.read_through  # type: ignore[no-any-return]
+
+
+class Receiver:
+    """A task that receives in a loop and hands each message on at once (its loop
+    goes straight back to waiting, as a server's would)."""
+
+    def __init__(self, sock: trizmq.Socket) -> None:
+        self.sock = sock
+        self.send_channel, self.channel = trio.open_memory_channel[bytes](math.inf)
+
+    async def run(self) -> None:
+        """Receive until the socket closes, then close the channel."""
+        with self.send_channel:
+            while True:
+                try:
+                    msg = await self.sock.recv()
+                except trio.ClosedResourceError:
+                    return
+                self.send_channel.send_nowait(msg)
+
+
+@asynccontextmanager
+async def standing_by(transport: str) -> AsyncIterator[tuple[trizmq.Pull, Any, Receiver]]:
+    """A bound Pull with one libzmq Push and a :class:`Receiver` parked in
+    read-through, after a message that made the reader stand by."""
+    async with trizmq.Pull() as pull, trio.open_nursery() as nursery:
+        endpoint = await pull.bind(bind_address(transport))
+        push = libzmq_push(endpoint)
+        try:
+            receiver = Receiver(pull)
+            nursery.start_soon(receiver.run)
+            await trio.to_thread.run_sync(push.send, b"warm-up")
+            assert await receiver.channel.receive() == b"warm-up"
+            await trio.testing.wait_all_tasks_blocked()
+            rt = only_read_through(pull)
+            assert rt.waiting is not None
+            # the reader was woken by that message too, found the task waiting
+            # again, and stepped off the socket
+            assert len(rt._reader) == 1
+            assert pull.statistics()["receivers_waiting"] == 1
+            yield pull, push, receiver
+            nursery.cancel_scope.cancel()
+        finally:
+            push.close()
+
+
+class ReadSpy:
+    """Counts the messages ReadThrough.read handed on (read by a receiving task)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.messages = 0
+        real = ReadThrough.read
+
+        def read(rt: ReadThrough) -> None:
+            pipe = rt._peer.in_pipe
+            before = len(pipe)
+            real(rt)
+            self.messages += len(pipe) - before
+
+        monkeypatch.setattr(ReadThrough, "read", read)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_waiting_task_reads_while_the_reader_stands_by(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = ReadSpy(monkeypatch)
+    with trio.fail_after(10):
+        async with standing_by(transport) as (_pull, push, receiver):
+            before = spy.messages
+            await trio.to_thread.run_sync(push.send, b"second")
+            assert await receiver.channel.receive() == b"second"
+            # only the receiving task was on the socket: it read the message
+            assert spy.messages == before + 1
+            for i in range(200):
+                await trio.to_thread.run_sync(push.send, b"%d" % i)
+            assert [await receiver.channel.receive() for _ in range(200)] == [
+                b"%d" % i for i in range(200)
+            ]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_another_peers_message_interrupts_the_wait(transport: str) -> None:
+    with trio.fail_after(10):
+        async with standing_by(transport) as (pull, _push, receiver):
+            # a second peer: its message lands in its own queue, and the task
+            # waiting on the first peer's socket must still get it
+            other = libzmq_push(pull.statistics()["bound"][0])
+            try:
+                await trio.to_thread.run_sync(other.send, b"from the other")
+                assert await receiver.channel.receive() == b"from the other"
+            finally:
+                other.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_cancelled_receive_hands_the_connection_back(transport: str) -> None:
+    with trio.fail_after(10):
+        async with trizmq.Pull() as pull:
+            push = libzmq_push(await pull.bind(bind_address(transport)))
+            try:
+                await trio.to_thread.run_sync(push.send, b"first")
+                assert await pull.recv() == b"first"
+                with trio.move_on_after(0.05) as scope:
+                    await pull.recv()
+                assert scope.cancelled_caught
+                rt = only_read_through(pull)
+                assert rt.waiting is None
+                assert pull.statistics()["receivers_waiting"] == 0
+                # nobody receives now: the reader must be back on the socket, queueing
+                for i in range(3):
+                    await trio.to_thread.run_sync(push.send, b"%d" % i)
+                while pull.statistics()["queued_in"] < 3:
+                    await trio.sleep(0.001)  # bytes from another thread: nothing to await
+                assert [pull.recv_nowait() for _ in range(3)] == [b"0", b"1", b"2"]
+            finally:
+                push.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_peer_hanging_up_during_the_wait_is_noticed(transport: str) -> None:
+    with trio.fail_after(10):
+        async with standing_by(transport) as (pull, push, receiver), pull.monitor() as events:
+            rt = only_read_through(pull)
+            push.close()  # only the receiving task watches the socket: it sees the end
+            async for event in events:
+                if isinstance(event, trizmq.Disconnected):
+                    break
+            assert rt.ended
+            # the task still waits, now for any peer
+            again = libzmq_push(pull.statistics()["bound"][0])
+            try:
+                await trio.to_thread.run_sync(again.send, b"after")
+                assert await receiver.channel.receive() == b"after"
+            finally:
+                again.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_closing_the_socket_wakes_the_waiting_task(transport: str) -> None:
+    with trio.fail_after(10):
+        async with standing_by(transport) as (pull, _push, receiver):
+            await pull.aclose()
+            # the receiving task woke with ClosedResourceError and closed its channel
+            with pytest.raises(trio.EndOfChannel):
+                await receiver.channel.receive()
+
+
+async def test_tasks_sharing_one_peer_get_each_message_once() -> None:
+    count = 400
+    with trio.fail_after(20):
+        async with trizmq.Pull() as pull:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            async with trizmq.Push(connect=endpoint) as push:
+                got: list[bytes] = []
+
+                async def receive() -> None:
+                    while True:
+                        msg = await pull.recv()
+                        if msg == b"end":
+                            return
+                        got.append(msg)
+
+                async with trio.open_nursery() as nursery:
+                    for _ in range(3):
+                        nursery.start_soon(receive)
+                    for i in range(count):
+                        await push.send(b"%d" % i)
+                        if i % 7 == 0:
+                            await trio.testing.wait_all_tasks_blocked()
+                    for _ in range(3):
+                        await push.send(b"end")
+        assert sorted(got, key=int) == [b"%d" % i for i in range(count)]
+
+
+async def test_not_offered_with_heartbeats() -> None:
+    """With heartbeats the reader keeps the time of the last read: it reads alone."""
+    with trio.fail_after(10):
+        async with trizmq.Pull(heartbeat_ivl=5.0) as pull:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            async with trizmq.Push(connect=endpoint) as push:
+                await push.send(b"hello")
+                assert await pull.recv() == b"hello"
+                engine: Any = pull._engine
+                (peer,) = engine.peers
+                assert peer.read_through is None
