@@ -110,6 +110,25 @@ _COMMAND_ENCODERS: dict[type, Callable[[Any, Any], bytes]] = {
 _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
 
 
+def _join_wires(batch: list[Any], encode_into: Callable[[bytearray, list[bytes]], None]) -> Any:
+    """The wire bytes of a batch of :class:`Fanout` items, encoding those no other
+    writer has; None when the batch holds anything else or more than a write's worth
+    (the writer's general loop handles it then)."""
+    try:
+        wires = [item.wire for item in batch]
+    except AttributeError:
+        return None
+    if None in wires:
+        for i, wire in enumerate(wires):
+            if wire is None:
+                buf = bytearray()
+                encode_into(buf, batch[i].frames)
+                wires[i] = batch[i].wire = bytes(buf)
+    if sum(map(len, wires)) > 2 * WRITE_BATCH:
+        return None
+    return b"".join(wires)
+
+
 def _log_closed(where: str, conn: Connection) -> None:
     if conn.in_message:
         log.warning(
@@ -887,8 +906,20 @@ class SocketEngine:
                     return
                 peer.writing = True
                 parts: list[Any] = []
-                buf = bytearray()
                 batch = pipe.take(WRITE_ITEMS)
+                if share and batch[0].__class__ is Fanout:
+                    # a publisher's queue: a run of messages another writer has
+                    # probably encoded already, joined at C speed
+                    buf = _join_wires(batch, encode_into)
+                    if buf is not None:
+                        if raw is not None:
+                            await self._send_raw(raw, buf)
+                        else:
+                            await stream.send_all(buf)
+                        if pipe:
+                            await trio.lowlevel.cancel_shielded_checkpoint()
+                        continue
+                buf = bytearray()
                 used = 0
                 for item in batch:
                     used += 1

@@ -86,6 +86,8 @@ __all__ = ["HANDSHAKE_FRAME_LIMIT", "Connection", "Received"]
 HANDSHAKE_FRAME_LIMIT = 64 * 1024
 #: message frames at least this large collect their body as separate pieces, joined once
 _BIG_FRAME = 64 * 1024
+#: HEADER_SIZE as a plain dict: a lookup in it is faster than in the read-only proxy
+_HEADER_SIZE = dict(HEADER_SIZE)
 #: pieces of such a body shorter than this are copied together rather than kept apart
 #: (a kept piece costs an object and a list slot: at most ~1% more than its bytes)
 _BIG_PIECE = 4 * 1024
@@ -539,15 +541,29 @@ class Connection:
         return ProtocolError(f"frame of {size} bytes exceeds maxmsgsize {self._maxmsgsize}")
 
     def _parse_traffic(self, src: bytes, pos: int, events: list[Received]) -> int:
-        # the hot path: locals only, one dict lookup and one slice per frame
+        # the hot path: locals only, one slice per frame and, but for a short last
+        # frame, one dict lookup
         n = len(src)
         frames = self._frames
         limit = self._limit
-        header_sizes = HEADER_SIZE
+        header_sizes = _HEADER_SIZE
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
         while pos < n:
             flags = src[pos]
+            if not flags and pos + 1 < n:
+                # a short last frame, the commonest by far: no table lookup
+                size = src[pos + 1]
+                end = pos + 2 + size
+                if end <= n and size <= limit:
+                    if frames:
+                        frames.append(src[pos + 2 : end])
+                        append(frames)
+                        frames = []
+                    else:
+                        append([src[pos + 2 : end]])
+                    pos = end
+                    continue
             header_size = header_sizes.get(flags)
             if header_size is None:
                 raise ProtocolError(flags_error(flags))

@@ -67,6 +67,9 @@ class PubStrategy(SocketStrategy):
         self._routes: dict[bytes, list[Any]] = {}
         #: True when every peer is a stream (tcp/ipc) peer: no inproc copies to make
         self._streams = True
+        #: while ``_uniform`` with several peers, all of them streams: their pipes'
+        #: ``offer``, so that a message is queued without looking each one up
+        self._offers: list[Any] | None = None
 
     def attach(self, peer: Any) -> bool:
         self.subscribers.add_peer(peer)
@@ -81,6 +84,7 @@ class PubStrategy(SocketStrategy):
         # hold no departed peer; the cache is rebuilt at the next send
         self._version = -1
         self._peers = []
+        self._offers = None
         self._routes = {}
 
     def disconnected(self, peer: Any) -> None:
@@ -94,7 +98,10 @@ class PubStrategy(SocketStrategy):
         self._uniform = uniform = subscribers.uniform()
         self._streams = all(peer.kind == "stream" for peer in subscribers)
         # with no prefix but b"", every message goes to the same peers
-        self._peers = subscribers.matching(b"") if uniform else []
+        self._peers = peers = subscribers.matching(b"") if uniform else []
+        self._offers = (
+            [peer.out_pipe.offer for peer in peers] if self._streams and len(peers) > 1 else None
+        )
         self._routes = {}
 
     def send(self, msg: list[bytes]) -> bool:
@@ -103,6 +110,14 @@ class PubStrategy(SocketStrategy):
         if subscribers.version != self._version:
             self.refresh()
         if self._uniform:
+            offers = self._offers
+            if offers is not None:
+                # the commonest fan-out: every message to the same stream peers
+                shared = Fanout(msg)
+                for offer in offers:
+                    if not offer(shared):
+                        self.dropped += 1
+                return True
             peers = self._peers
         elif len(msg) > 1 and len(first) <= KEY_LIMIT and first.__class__ is bytes:
             routes = self._routes
