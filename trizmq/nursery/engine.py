@@ -112,8 +112,8 @@ _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
 
 def _join_wires(batch: list[Any], encode_into: Callable[[bytearray, list[bytes]], None]) -> Any:
     """The wire bytes of a batch of :class:`Fanout` items, encoding those no other
-    writer has; None when the batch holds anything else or more than a write's worth
-    (the writer's general loop handles it then)."""
+    writer has; None when the batch holds anything else or more than two writes'
+    worth (the writer's general loop takes the batch then)."""
     try:
         wires = [item.wire for item in batch]
     except AttributeError:
@@ -906,10 +906,14 @@ class SocketEngine:
                     return
                 peer.writing = True
                 parts: list[Any] = []
-                batch = pipe.take(WRITE_ITEMS)
-                if share and batch[0].__class__ is Fanout:
+                first = pipe.peek()
+                if share and first.__class__ is Fanout:
                     # a publisher's queue: a run of messages another writer has
-                    # probably encoded already, joined at C speed
+                    # probably encoded already, joined at C speed; as many as a
+                    # write of messages like the first one takes
+                    wire = first.wire
+                    size = len(wire) if wire is not None else sum(map(len, first.frames))
+                    batch = pipe.take(min(WRITE_ITEMS, WRITE_BATCH // (size + 1) + 1))
                     buf = _join_wires(batch, encode_into)
                     if buf is not None:
                         if raw is not None:
@@ -919,6 +923,8 @@ class SocketEngine:
                         if pipe:
                             await trio.lowlevel.cancel_shielded_checkpoint()
                         continue
+                else:
+                    batch = pipe.take(WRITE_ITEMS)
                 buf = bytearray()
                 used = 0
                 for item in batch:
