@@ -95,6 +95,16 @@ async def standing_by(transport: str) -> AsyncIterator[tuple[trizmq.Pull, Any, R
             push.close()
 
 
+async def received_from_a_new_peer(pull: trizmq.Pull, receiver: Receiver, data: bytes) -> None:
+    """A libzmq Push connects afresh and sends ``data``; the receiving task gets it."""
+    push = libzmq_push(pull.statistics()["bound"][0])
+    try:
+        await trio.to_thread.run_sync(push.send, data)
+        assert await receiver.channel.receive() == data
+    finally:
+        push.close()
+
+
 class ReadSpy:
     """Counts the messages ReadThrough.read handed on (read by a receiving task)."""
 
@@ -136,12 +146,7 @@ async def test_another_peers_message_interrupts_the_wait(transport: str) -> None
         async with standing_by(transport) as (pull, _push, receiver):
             # a second peer: its message lands in its own queue, and the task
             # waiting on the first peer's socket must still get it
-            other = libzmq_push(pull.statistics()["bound"][0])
-            try:
-                await trio.to_thread.run_sync(other.send, b"from the other")
-                assert await receiver.channel.receive() == b"from the other"
-            finally:
-                other.close()
+            await received_from_a_new_peer(pull, receiver, b"from the other")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -179,12 +184,7 @@ async def test_peer_hanging_up_during_the_wait_is_noticed(transport: str) -> Non
                     break
             assert rt.ended
             # the task still waits, now for any peer
-            again = libzmq_push(pull.statistics()["bound"][0])
-            try:
-                await trio.to_thread.run_sync(again.send, b"after")
-                assert await receiver.channel.receive() == b"after"
-            finally:
-                again.close()
+            await received_from_a_new_peer(pull, receiver, b"after")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
