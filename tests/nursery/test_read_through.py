@@ -67,10 +67,12 @@ class Receiver:
 
 
 @asynccontextmanager
-async def standing_by(transport: str) -> AsyncIterator[tuple[trizmq.Pull, Any, Receiver]]:
+async def standing_by(
+    transport: str, **options: Any
+) -> AsyncIterator[tuple[trizmq.Pull, Any, Receiver]]:
     """A bound Pull with one libzmq Push and a :class:`Receiver` parked in
     read-through, after a message that made the reader stand by."""
-    async with trizmq.Pull() as pull, trio.open_nursery() as nursery:
+    async with trizmq.Pull(**options) as pull, trio.open_nursery() as nursery:
         endpoint = await pull.bind(bind_address(transport))
         push = libzmq_push(endpoint)
         try:
@@ -224,14 +226,33 @@ async def test_tasks_sharing_one_peer_get_each_message_once() -> None:
         assert sorted(got, key=int) == [b"%d" % i for i in range(count)]
 
 
-async def test_not_offered_with_heartbeats() -> None:
-    """With heartbeats the reader keeps the time of the last read: it reads alone."""
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_with_heartbeats_the_task_keeps_the_clock(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With heartbeats on, the peer's PONGs reach a task standing in for the reader:
+    the time of the last read must move on, or the heartbeat task would drop a peer
+    that answers every PING."""
+    reads = 0
+    real_read = ReadThrough.read
+
+    def counting(rt: ReadThrough) -> None:
+        nonlocal reads
+        reads += 1
+        real_read(rt)
+
+    monkeypatch.setattr(ReadThrough, "read", counting)
     with trio.fail_after(10):
-        async with trizmq.Pull(heartbeat_ivl=5.0) as pull:
-            endpoint = await pull.bind("tcp://127.0.0.1:0")
-            async with trizmq.Push(connect=endpoint) as push:
-                await push.send(b"hello")
-                assert await pull.recv() == b"hello"
-                engine: Any = pull._engine
-                (peer,) = engine.peers
-                assert peer.read_through is None
+        options = {"heartbeat_ivl": 0.05, "heartbeat_timeout": 0.4}
+        async with (
+            standing_by(transport, **options) as (pull, push, receiver),
+            pull.monitor() as events,
+        ):
+            before = reads
+            with trio.move_on_after(1.2):  # 24 PINGs, three timeouts' worth
+                async for event in events:
+                    assert not isinstance(event, trizmq.Disconnected), event
+            # the PONGs were read by the waiting task, not the reader
+            assert reads > before + 5
+            await trio.to_thread.run_sync(push.send, b"still here")
+            assert await receiver.channel.receive() == b"still here"

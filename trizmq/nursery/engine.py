@@ -161,13 +161,15 @@ class ReadThrough:
     what one turn of the reader's loop does), so the receiving task has its message
     one pass (~7 µs here) sooner: on a request-reply round trip that is one pass on
     each side. The end of the stream, an error or a protocol violation met here ends
-    the connection exactly as the reader would. Offered only on OS sockets
-    (:class:`RawSocket`) with heartbeats off, where the reader keeps no clock.
+    the connection exactly as the reader would. Offered on OS sockets
+    (:class:`RawSocket`); with heartbeats on it keeps the time of the last read for
+    the heartbeat task, as the reader does.
     """
 
     __slots__ = (
         "_conn",
         "_engine",
+        "_last_heard",
         "_peer",
         "_raw",
         "_reader",
@@ -185,8 +187,11 @@ class ReadThrough:
         raw: RawSocket,
         state: dict[str, Outcome],
         where: str,
+        last_heard: list[float] | None = None,
     ) -> None:
         self._engine = engine
+        #: the heartbeat task's time of the last read, when heartbeats are on
+        self._last_heard = last_heard
         self._conn = conn
         self._peer = peer
         self._raw = raw
@@ -255,6 +260,8 @@ class ReadThrough:
             _log_closed(self._where, conn)
             self._end()
             return
+        if self._last_heard is not None:
+            self._last_heard[0] = trio.current_time()
         try:
             self._engine.deliver(self._peer, conn.receive_data(data))
         except ProtocolError as exc:
@@ -617,8 +624,16 @@ class SocketEngine:
         last_heard = [trio.current_time()]
         raw = RawSocket.of(stream)
         read_through = (
-            ReadThrough(self, conn, peer, raw, state, where)
-            if raw is not None and not options["heartbeat_ivl"]
+            ReadThrough(
+                self,
+                conn,
+                peer,
+                raw,
+                state,
+                where,
+                last_heard if options["heartbeat_ivl"] else None,
+            )
+            if raw is not None
             else None
         )
         try:

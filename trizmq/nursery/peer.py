@@ -72,7 +72,7 @@ class Peer:
         self.ttl = 0.0
         #: called when the remote side of an inproc link goes away
         self.on_gone: Any = None
-        #: while a stream connection's reader runs (OS sockets, heartbeats off): the
+        #: while a stream connection's reader runs (OS sockets only): the
         #: ``trizmq.nursery.engine.ReadThrough`` a receiving task may read it with
         self.read_through: Any = None
 
