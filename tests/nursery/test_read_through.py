@@ -256,3 +256,40 @@ async def test_with_heartbeats_the_task_keeps_the_clock(
             assert reads > before + 5
             await trio.to_thread.run_sync(push.send, b"still here")
             assert await receiver.channel.receive() == b"still here"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_encrypted_connection_read_by_the_task(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CURVE: the waiting task decrypts what it reads, as the reader would."""
+    spy = ReadSpy(monkeypatch)
+    server_public, server_secret = trizmq.curve_keypair()
+    client_public, client_secret = zmq.curve_keypair()
+    ctx: Any = zmq.Context.instance()
+    req = ctx.socket(zmq.REQ)
+    rounds = 200
+    try:
+        req.linger = 0
+        req.rcvtimeo = req.sndtimeo = 5000
+        req.curve_serverkey = server_public
+        req.curve_publickey = client_public
+        req.curve_secretkey = client_secret
+        with trio.fail_after(20):
+            async with trizmq.Rep(security=trizmq.CurveServer(secret_key=server_secret)) as rep:
+                req.connect(await rep.bind(bind_address(transport)))
+
+                def client() -> None:
+                    for i in range(rounds):
+                        req.send(b"request %d" % i)
+                        assert req.recv() == b"reply %d" % i
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(trio.to_thread.run_sync, client)
+                    for i in range(rounds):
+                        assert await rep.recv() == b"request %d" % i
+                        await rep.send(b"reply %d" % i)
+    finally:
+        req.close()
+    # once the reader stood by (after the first request or two), the task read them all
+    assert spy.messages >= rounds - 5
