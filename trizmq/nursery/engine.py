@@ -155,15 +155,16 @@ class ReadThrough:
 
     A task about to park in a receive, with nothing queued, on a socket whose only
     peer is a live stream connection, waits on the connection's socket
-    (:meth:`wait`, alongside the reader's own wait) instead of waiting for the
-    reader to hand it a message. When data arrives both tasks wake in the same
-    scheduler pass and whichever runs first reads and parses it (:meth:`read` does
-    what one turn of the reader's loop does), so the receiving task has its message
-    one pass (~7 µs here) sooner: on a request-reply round trip that is one pass on
-    each side. The end of the stream, an error or a protocol violation met here ends
-    the connection exactly as the reader would. Offered on OS sockets
-    (:class:`RawSocket`); with heartbeats on it keeps the time of the last read for
-    the heartbeat task, as the reader does.
+    (:meth:`wait`) instead of waiting for the reader to hand it a message, and
+    reads and parses what arrives itself (:meth:`read` does what one turn of the
+    reader's loop does): it has its message one scheduler pass (~6 µs here)
+    sooner, one pass on each side of a request-reply round trip. The reader stands
+    by meanwhile (:meth:`stand_by`); if it was still on the socket when the task
+    began to wait, both wake for the next data and whichever runs first reads it,
+    after which the reader stands by. The end of the stream, an error or a protocol
+    violation met here ends the connection exactly as the reader would. Offered on
+    OS sockets (:class:`RawSocket`); with heartbeats on the task keeps the time of
+    the last read for the heartbeat task, as the reader does.
     """
 
     __slots__ = (
