@@ -27,7 +27,9 @@ Rules:
   both call ``recv``/``send`` directly (``trizmq.transport.rawio``) and wait only
   when the call would block, and an idle writer lets the sending task write the
   first message itself (write-through), so a request-reply round trip takes no
-  task hop on the sending side.
+  task hop on the sending side; a task waiting in a receive on a socket with one
+  such peer reads the connection itself while the reader stands by
+  (:class:`ReadThrough`), so none on the receiving side either.
 * Close: unbind, flush for ``linger`` seconds, then cancel everything.
 * The runtime's tasks are protected from ``KeyboardInterrupt``: trio delivers a
   Ctrl-C to the program's main task instead, so it never tears through a socket's
