@@ -87,6 +87,19 @@ def feed_pieces(conn: Connection, pieces: Iterable[bytes | bytearray]) -> list[R
     return events
 
 
+def feed_traced(
+    conn: Connection, pieces: Iterable[bytes | bytearray]
+) -> tuple[list[Received], int]:
+    """:func:`feed_pieces` under tracemalloc: the output and the peak bytes allocated."""
+    tracemalloc.start()
+    try:
+        events = feed_pieces(conn, pieces)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return events, peak
+
+
 def cut(data: bytes, points: Iterable[int]) -> list[bytes]:
     """``data`` cut at each of ``points``."""
     bounds = [0, *sorted(set(points)), len(data)]
@@ -290,13 +303,7 @@ def test_a_large_body_is_copied_about_once() -> None:
     size = 4 * MIB
     big = body(size, 15)
     pieces = cut(raw_frame(0x00, big), range(262144, size + 9, 262144))
-    conn = handshaken()
-    tracemalloc.start()
-    try:
-        events = feed_pieces(conn, pieces)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    events, peak = feed_traced(handshaken(), pieces)
     assert events == [[big]]
     assert peak < size + 64 * KIB  # buffered first, it was held twice at the peak
 
@@ -305,12 +312,6 @@ def test_trickled_bytes_cost_no_object_each() -> None:
     size = 200 * KIB
     frame = raw_frame(0x00, body(size, 16))
     pieces = [frame[:1000], *(frame[i : i + 1] for i in range(1000, len(frame)))]
-    conn = handshaken()
-    tracemalloc.start()
-    try:
-        events = feed_pieces(conn, pieces)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    events, peak = feed_traced(handshaken(), pieces)
     assert events == [[frame[9:]]]
     assert peak < 3 * size

@@ -295,13 +295,7 @@ class Connection:
         if self._plain_traffic and not self._buf and self._big is None and type(data) is bytes:
             # the hot path: plain traffic, nothing held back from the last call
             events: list[Received] = []
-            try:
-                pos = self._parse_traffic(data, 0, events)
-            except ProtocolError as exc:
-                self._die(exc.reason)
-                raise
-            if pos < len(data) and self._dead is None:
-                self._buf += memoryview(data)[pos:]
+            self._parse_keeping_rest(data, 0, events)
             return events
         if self._dead is not None:
             raise ProtocolError(self._dead)
@@ -371,14 +365,19 @@ class Connection:
         if not self._big_flags & MORE:
             events.append(frames)
             self._frames = []
+        self._parse_keeping_rest(src, missing, events)
+        return events
+
+    def _parse_keeping_rest(self, src: bytes, pos: int, events: list[Received]) -> None:
+        """Parse plain traffic from ``pos`` into ``events``; keep an unfinished frame's
+        bytes for the next call; a violation kills the connection."""
         try:
-            pos = self._parse_traffic(src, missing, events)
+            pos = self._parse_traffic(src, pos, events)
         except ProtocolError as exc:
             self._die(exc.reason)
             raise
         if pos < len(src) and self._dead is None:
             self._buf += memoryview(src)[pos:]
-        return events
 
     def zap_reply(self, reply: ZapReply) -> list[Received]:
         """Hand the ZAP answer to the mechanism and resume parsing (ZAP seam).
