@@ -1,9 +1,9 @@
 """send() and recv() notice cancellation at every call, on the fast path too.
 
-They read trio's cancellation test directly instead of awaiting
+On the fast path they make trio's cancellation test directly instead of awaiting
 ``trio.lowlevel.checkpoint_if_cancelled()`` when the installed trio has the fields
-it needs (probed once, in ``trizmq._socket``); otherwise they await that function.
-Both ways must behave the same.
+it needs (probed once, in ``trizmq.nursery.fastpath``); otherwise they await that
+function. Both ways must behave the same, down to trio's count of cancel points.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import trio
 
 import trizmq
-from trizmq import _socket
+from trizmq.nursery import fastpath
 
 
 async def test_installed_trio_gets_the_fast_check() -> None:
@@ -21,14 +21,30 @@ async def test_installed_trio_gets_the_fast_check() -> None:
     with trio.fail_after(10):
         async with trizmq.Pair(bind="inproc://probe"):
             pass
-    assert _socket._FAST_CANCEL_CHECK
+    if fastpath.ENABLED:
+        assert fastpath.cancel_pending() is not None
 
 
 @pytest.fixture(params=[True, False], ids=["fast-check", "public-check"])
 def check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    monkeypatch.setattr(_socket, "_FAST_CANCEL_PROBED", True)
-    monkeypatch.setattr(_socket, "_FAST_CANCEL_CHECK", request.param)
+    monkeypatch.setattr(fastpath, "_PROBED", request.param)
     return bool(request.param)
+
+
+async def test_both_checks_count_a_cancel_point(check: bool) -> None:
+    """trio counts the cancel points a task passes (``trio.testing`` reads the
+    count); the inlined check counts each send and receive as trio's own does."""
+    with trio.fail_after(10):
+        async with (
+            trizmq.Pull(bind="inproc://points") as pull,
+            trizmq.Push(connect="inproc://points") as push,
+        ):
+            task = trio.lowlevel.current_task()
+            before = task._cancel_points
+            await push.send(b"x")
+            assert task._cancel_points == before + 1
+            await pull.recv()
+            assert task._cancel_points == before + 2
 
 
 async def test_cancelled_send_sends_nothing(check: bool) -> None:

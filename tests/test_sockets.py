@@ -614,7 +614,7 @@ async def test_sndhwm_bounds_a_connecting_queue(transport: str, tmp_path: Path) 
                 push.send_nowait(b"%d" % i)
             with pytest.raises(trio.WouldBlock):
                 push.send_nowait(b"over")
-            peer = push._engine.connecters[endpoint][0]  # type: ignore[union-attr]
+            (peer,) = push._runtime.peers  # type: ignore[union-attr]
             assert peer.out_pipe.statistics()["queued"] == bound
             assert peer.out_pipe.statistics()["hwm"] == bound
             stats = push.statistics()
@@ -639,7 +639,7 @@ async def test_rcvhwm_bounds_the_receiving_queue() -> None:
                         break
                     sent += 1
                     assert sent < 2000, "the PUSH never blocked"
-                in_pipe = next(iter(pull._engine.peers)).in_pipe  # type: ignore[union-attr]
+                in_pipe = next(iter(pull._runtime.peers)).in_pipe  # type: ignore[union-attr]
                 queued = in_pipe.statistics()["queued"]
                 assert pull.statistics()["queued_in"] == queued
                 assert push.statistics()["queued_out"] <= 4

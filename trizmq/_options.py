@@ -9,15 +9,18 @@ option. Both happen in the constructor, before the socket is entered.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._endpoint import Endpoint, parse_endpoint
 from ._errors import EndpointError
 
-__all__ = ["DEFAULT_LINGER", "OPTIONS", "validate_options"]
+__all__ = ["DEFAULT_LINGER", "OPTIONS", "Options", "validate_options"]
+
+if TYPE_CHECKING:
+    from ._security import Security
 
 #: seconds a closing socket keeps flushing (see docs/getting-started.md)
 DEFAULT_LINGER = 1.0
@@ -152,8 +155,8 @@ def _count(name: str, value: Any) -> int:
 class OptionSpec:
     """One option: its default, its check, and the socket types it fits (None = all)."""
 
-    default: Any
-    check: Callable[[str, Any], Any]
+    default: object
+    check: Callable[[str, Any], object]
     types: frozenset[str] | None = None
 
 
@@ -186,7 +189,41 @@ OPTIONS: dict[str, OptionSpec] = {
 }
 
 
-def validate_options(socket_type: str, given: dict[str, Any]) -> dict[str, Any]:
+@attrs.frozen(slots=True)
+class Options:
+    """A socket's validated options, one typed field per option (see :data:`OPTIONS`).
+
+    Built by :func:`validate_options`; an option that does not apply to the socket
+    type keeps its default. Durations are seconds.
+    """
+
+    bind: tuple[Endpoint, ...] = ()
+    connect: tuple[Endpoint, ...] = ()
+    sndhwm: int = 1000
+    rcvhwm: int = 1000
+    linger: float | None = DEFAULT_LINGER
+    routing_id: bytes | None = None
+    reconnect_ivl: float = 0.1
+    reconnect_ivl_max: float = 0.0
+    heartbeat_ivl: float | None = None
+    heartbeat_timeout: float | None = None
+    heartbeat_ttl: float | None = None
+    handshake_ivl: float | None = 30.0
+    immediate: bool = False
+    maxmsgsize: int = -1
+    security: Security | None = None
+    zap_domain: str = ""
+    max_handshakes: int = 100
+    subscribe: tuple[bytes, ...] = ()
+    router_mandatory: bool = False
+    router_handover: bool = False
+    xpub_verbose: bool = False
+    probe_router: bool = False
+    req_correlate: bool = False
+    req_relaxed: bool = False
+
+
+def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
     """Check ``given`` against the table; return every option with defaults filled in."""
     for name in given:
         spec = OPTIONS.get(name)
@@ -197,9 +234,7 @@ def validate_options(socket_type: str, given: dict[str, Any]) -> dict[str, Any]:
                 f"option {name!r} does not apply to a {socket_type} socket "
                 f"(only to {', '.join(sorted(spec.types))})"
             )
-    options: dict[str, Any] = {}
-    for name, spec in OPTIONS.items():
-        if spec.types is not None and socket_type not in spec.types:
-            continue
-        options[name] = spec.check(name, given[name]) if name in given else spec.default
-    return options
+    checked: dict[str, Any] = {
+        name: OPTIONS[name].check(name, value) for name, value in given.items()
+    }
+    return Options(**checked)

@@ -1,24 +1,28 @@
 """The public socket: an async context manager whose nursery owns everything it runs.
 
-Entering a socket opens its nursery, builds its engine (``trizmq.nursery``) and
+Entering a socket opens its nursery, builds its runtime (``trizmq.nursery``) and
 applies ``bind=``/``connect=``; leaving it flushes for ``linger`` seconds and
 cancels every task (at once when the body raised or was cancelled). Routing is the
-socket type's strategy (``trizmq.patterns.sockets``).
+socket type's strategy (``trizmq.patterns.sockets``): this module holds no routing.
+
+Strategy: every operation exists once, as a non-blocking twin that raises
+``trio.WouldBlock`` (:meth:`Socket.send_nowait`, :meth:`Socket.recv_nowait`, ...);
+the awaiting form is the twin plus a park on ``WouldBlock``, as trio builds
+``MemorySendChannel.send`` on ``send_nowait``.
 
 Checkpoints: trio's convention is that every ``await`` is a checkpoint. trizmq's
-send and receive keep the *cancellation* half of it on every call
-(``checkpoint_if_cancelled``), but reschedule only when they must wait or once every
-:data:`YIELD_EVERY` calls, because a full reschedule costs ~12 µs here against ~1 µs
-for queueing a message. A loop of sends or receives that never waits therefore
-still lets other tasks run, and still notices cancellation at every call. The
-single-frame ``send``/``recv`` read trio's cancellation test themselves rather than
-awaiting ``checkpoint_if_cancelled`` (see :func:`_probe_fast_cancel_check`).
+send and receive keep the *cancellation* half of it on every call, but reschedule
+only when they must wait or once every :data:`YIELD_EVERY` calls, because a full
+reschedule costs ~12 µs here against ~1 µs for queueing a message. A loop of sends
+or receives that never waits therefore still lets other tasks run, and still
+notices cancellation at every call. On the fast path
+(``trizmq.nursery.fastpath``) the cancellation test is made without a coroutine.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -28,12 +32,11 @@ from ._endpoint import Endpoint, parse_endpoint
 from ._errors import NotSupportedError
 from ._message import Message
 from ._monitor import Monitor, MonitorEvent
-from ._options import validate_options
-from .nursery.engine import SocketEngine
+from ._options import Options, validate_options
+from .nursery import fastpath
+from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
-from .patterns.routing import FairQueue, RoundRobin
 from .patterns.sockets import STRATEGIES, SocketStrategy
-from .patterns.sockets.pipeline import RoundRobinOut
 
 __all__ = ["Socket"]
 
@@ -41,11 +44,13 @@ __all__ = ["Socket"]
 YIELD_EVERY = 128
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+_checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
+_checkpoint = trio.lowlevel.checkpoint
 
 
-def _frame(data: Any) -> bytes:
+def _frame(data: object) -> bytes:
     if data.__class__ is bytes:
-        return data  # type: ignore[no-any-return,unused-ignore]
+        return data
     if isinstance(data, _BYTES_LIKE):
         # copy: the caller may reuse a bytearray before the writer encodes it
         return bytes(data)
@@ -54,39 +59,9 @@ def _frame(data: Any) -> bytes:
     raise TypeError(f"frames must be bytes-like, not {type(data).__name__}")
 
 
-_current_task = trio.lowlevel.current_task
-
-
-def _probe_fast_cancel_check() -> bool:
-    """Whether this trio has the fields ``trio.lowlevel.checkpoint_if_cancelled`` reads.
-
-    ``send()`` and ``recv()`` read them directly instead of awaiting that function:
-    the same test (the task's cancel status, and a pending Ctrl-C for the main
-    task), without creating a coroutine, which is a third of an inproc message's
-    cost. These are trio internals, so they are probed once, from inside a run, and
-    a trio without them gets the public function (``tests/test_cancel_check.py``
-    says which one the installed trio gets).
-    """
-    try:
-        task = _current_task()
-        runner = task._runner
-        return (
-            isinstance(task._cancel_status.effectively_cancelled, bool)
-            and isinstance(runner.ki_pending, bool)
-            and runner.main_task is not None
-        )
-    except AttributeError:
-        return False
-
-
-#: set by the first socket entered (see :func:`_probe_fast_cancel_check`)
-_FAST_CANCEL_CHECK = False
-_FAST_CANCEL_PROBED = False
-
-
 @trio.lowlevel.enable_ki_protection
 async def _supervise(task_status: trio.TaskStatus[trio.Nursery]) -> None:
-    """Own the nursery of a socket's tasks until the engine cancels it."""
+    """Own the nursery of a socket's tasks until the runtime cancels it."""
     async with trio.open_nursery() as nursery:
         task_status.started(nursery)
         await trio.sleep_forever()
@@ -99,14 +74,13 @@ class Socket:
     socket_type: ClassVar[str] = ""
 
     def __init__(self, **options: Any) -> None:
-        self._options = validate_options(self.socket_type, options)
-        strategy_class = STRATEGIES[self.socket_type]
+        self._options: Options = validate_options(self.socket_type, options)
         self._recv_lot = Waiters()
         self._send_lot = Waiters()
-        self._strategy: SocketStrategy = strategy_class(
+        self._strategy: SocketStrategy = STRATEGIES[self.socket_type](
             self._options, self._wake_receivers, self._wake_senders
         )
-        self._engine: SocketEngine | None = None
+        self._runtime: SocketRuntime | None = None
         self._nursery_manager: Any = None
         self._closed = False
         self._closing = False
@@ -117,42 +91,29 @@ class Socket:
         self._ops = 0
         self._monitors: list[Monitor] = []
         self._incoming: deque[bytes] = deque()
+        self._outgoing: list[bytes] = []
+        #: the fast path's state (None: the portable path; see trizmq.nursery.fastpath)
+        self._fast: fastpath.FastPath | None = None
+        #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
+        self._cancel_pending: Callable[[], bool] | None = None
         #: True when the subclass shows a message differently from the strategy's form
         self._own_frames = type(self)._frames_of is not Socket._frames_of
-        #: the strategy routes exactly as the shared fair queue / round robin do, so
-        #: recv()/send() may take their one-peer shortcut themselves
-        strategy = self._strategy
-        self._fair_queue: FairQueue[Any] | None = (
-            strategy.inbound if type(strategy).recv is SocketStrategy.recv else None
-        )
-        self._round_robin: RoundRobin[Any] | None = (
-            strategy.outbound
-            if isinstance(strategy, RoundRobinOut) and type(strategy).send is RoundRobinOut.send
-            else None
-        )
-        self._outgoing: list[bytes] = []
-        #: the ReadThrough a receiving task of ours parks in (see _wait_to_recv)
-        self._reading: Any = None
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open" if self._engine else "new"
+        state = "closed" if self._closed else "open" if self._runtime else "new"
         return f"<trizmq.{type(self).__name__} {state}>"
 
     # -- lifecycle -----------------------------------------------------------------------
     async def __aenter__(self) -> Any:
-        if self._engine is not None or self._closed:
+        if self._runtime is not None or self._closed:
             raise RuntimeError(f"{type(self).__name__} can be entered only once")
         # entering while already cancelled: a plain Cancelled, before anything opens
         await trio.lowlevel.checkpoint_if_cancelled()
-        global _FAST_CANCEL_CHECK, _FAST_CANCEL_PROBED
-        if not _FAST_CANCEL_PROBED:
-            _FAST_CANCEL_CHECK = _probe_fast_cancel_check()
-            _FAST_CANCEL_PROBED = True
         self._nursery_manager = trio.open_nursery()
         outer = await self._nursery_manager.__aenter__()
-        # The engine's tasks run in an inner nursery owned by a supervisor task, so that
-        # closing (which cancels that nursery) never cancels the body of our async with,
-        # which runs inside the outer nursery's scope.
+        # The runtime's tasks run in an inner nursery owned by a supervisor task, so
+        # that closing (which cancels that nursery) never cancels the body of our async
+        # with, which runs inside the outer nursery's scope.
         try:
             nursery: trio.Nursery = await outer.start(_supervise)
         except BaseException:
@@ -164,22 +125,26 @@ class Socket:
             outer.cancel_scope.cancel()
             await self._nursery_manager.__aexit__(None, None, None)
             raise
-        self._engine = SocketEngine(
+        if fastpath.ENABLED:
+            self._fast = fastpath.FastPath()
+            self._cancel_pending = fastpath.cancel_pending()
+        self._runtime = SocketRuntime(
             self.socket_type,
             self._options,
             self._strategy,
             nursery,
             self._wake_receivers,
             self._wake_senders,
+            self._fast,
         )
-        self._engine.emit = self._emit
+        self._runtime.emit = self._emit
         self._sendable = self._strategy.can_send
         self._recvable = self._strategy.can_recv
         try:
-            for endpoint in self._options["bind"]:
-                await self._engine.bind(endpoint)
-            for endpoint in self._options["connect"]:
-                await self._engine.connect(endpoint)
+            for endpoint in self._options.bind:
+                await self._runtime.bind(endpoint)
+            for endpoint in self._options.connect:
+                await self._runtime.connect(endpoint)
         except BaseException:
             await self._teardown(0)
             await self._nursery_manager.__aexit__(None, None, None)
@@ -210,7 +175,7 @@ class Socket:
         Idempotent and shielded from cancellation for at most ``linger``; after it,
         every operation raises ``trio.ClosedResourceError``.
         """
-        await self._teardown(self._options["linger"])
+        await self._teardown(self._options.linger)
 
     async def _teardown(self, linger: float | None) -> None:
         if self._closing:
@@ -227,8 +192,8 @@ class Socket:
         self._closed_event = trio.Event()
         try:
             with trio.CancelScope(shield=True):
-                if self._engine is not None:
-                    await self._engine.close(linger)
+                if self._runtime is not None:
+                    await self._runtime.close(linger)
         finally:
             self._closed = True
             self._wake_receivers()
@@ -242,33 +207,33 @@ class Socket:
         """True once the socket is closed (or closing)."""
         return self._closing
 
-    def _require_engine(self) -> SocketEngine:
+    def _require_runtime(self) -> SocketRuntime:
         if self._closing:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
-        if self._engine is None:
+        if self._runtime is None:
             raise RuntimeError(
                 f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
             )
-        return self._engine
+        return self._runtime
 
     # -- endpoints -----------------------------------------------------------------------
     async def bind(self, endpoint: str) -> str:
         """Listen on ``endpoint``; return it with a wildcard or 0 port resolved."""
         parsed = parse_endpoint(endpoint, for_bind=True)
-        return await self._require_engine().bind(parsed)
+        return await self._require_runtime().bind(parsed)
 
     async def unbind(self, endpoint: str) -> None:
         """Stop listening on an endpoint returned by :meth:`bind`."""
-        await self._require_engine().unbind(str(parse_endpoint(endpoint, for_bind=True)))
+        await self._require_runtime().unbind(str(parse_endpoint(endpoint, for_bind=True)))
 
     async def connect(self, endpoint: str) -> None:
         """Connect in the background (before or after the peer binds); returns at once."""
         parsed: Endpoint = parse_endpoint(endpoint, for_bind=False)
-        await self._require_engine().connect(parsed)
+        await self._require_runtime().connect(parsed)
 
     async def disconnect(self, endpoint: str) -> None:
         """Stop connecting to ``endpoint``, dropping its queued messages."""
-        await self._require_engine().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
+        await self._require_runtime().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
 
     # -- monitoring -----------------------------------------------------------------------
     def monitor(self, capacity: int = 1000) -> Monitor:
@@ -287,55 +252,39 @@ class Socket:
         for monitor in self._monitors:
             monitor.emit(event)
 
-    # -- wake-ups ------------------------------------------------------------------------
+    # -- waiting -------------------------------------------------------------------------
     def _wake_receivers(self) -> None:
         self._recv_lot.unpark_all()  # a no-op with nobody parked
-        reading = self._reading
-        if reading is not None:
-            reading.interrupt()  # a no-op once its task has woken
+        fast = self._fast
+        if fast is not None:
+            fast.interrupt()
 
     def _wake_senders(self) -> None:
         if self._send_lot:
             self._send_lot.unpark_all()
 
     async def _yield_turn(self) -> None:
-        """The fast paths' yield, once every YIELD_EVERY calls that did not wait."""
+        """The yield once every YIELD_EVERY operations that did not wait."""
         self._ops = 0
-        self._engine.write_through = True  # type: ignore[union-attr]
+        if self._fast is not None:
+            self._fast.waited()
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _wait_to_send(self) -> None:
-        """Park until a pipe can take more (the socket waits: write-through again)."""
-        self._engine.write_through = True  # type: ignore[union-attr]
+        """Park until a pipe can take more."""
+        if self._fast is not None:
+            self._fast.waited()
         await self._send_lot.park()
 
     async def _wait_to_recv(self) -> None:
-        """Park until a message may be there (the socket waits: write-through again).
-
-        With one peer, a live stream connection, and nothing queued from it, the task
-        waits on the connection's socket itself and reads what arrives (read-through,
-        ``trizmq.nursery.engine.ReadThrough``): a message then takes one scheduler
-        pass to reach it, not two. Anything that would wake a parked receiver
-        (another peer's message, the socket closing) interrupts that wait.
-        """
-        engine = self._engine
-        engine.write_through = True  # type: ignore[union-attr]
-        peers = engine.peers  # type: ignore[union-attr]
-        if len(peers) == 1:
-            for peer in peers:
-                reader = peer.read_through
-                if reader is not None and reader.waiting is None and not peer.in_pipe:
-                    self._reading = reader
-                    try:
-                        await reader.wait()
-                    except trio.ClosedResourceError:
-                        return  # interrupted: look again
-                    finally:
-                        if reader.waiting is None:
-                            self._reading = None
-                    reader.read()
-                    return
-        await self._recv_lot.park()
+        """Park until a message may be there (on the fast path, perhaps reading the only
+        peer's connection meanwhile: read-through)."""
+        fast = self._fast
+        if fast is None:
+            await self._recv_lot.park()
+            return
+        fast.waited()
+        await fast.wait_to_recv(self._strategy.inbound.only, self._recv_lot.park)
 
     # -- sending ---------------------------------------------------------------------------
     def _check_send(self) -> None:
@@ -343,33 +292,11 @@ class Socket:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
         if not self._strategy.can_send:
             raise NotSupportedError(f"a {self.socket_type} socket cannot send")
-        if self._engine is None:
+        if self._runtime is None:
             # nothing could ever complete the call: say so instead of waiting forever
             raise RuntimeError(
                 f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
             )
-
-    async def send_multipart(self, frames: Iterable[Any]) -> None:
-        """Send a whole message; waits where the pattern says (no peer, or all full)."""
-        msg = [_frame(f) for f in frames]
-        if not msg:
-            raise ValueError("a message needs at least one frame")
-        await self._send_raw(msg)
-
-    async def _send_raw(self, msg: list[bytes]) -> None:
-        """Queue one message in the strategy's own form, waiting as the pattern says."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        strategy = self._strategy
-        while True:
-            if not self._sendable:
-                self._check_send()
-            if strategy.send(msg):
-                # the fast path: yield to the scheduler only once every YIELD_EVERY calls
-                self._ops += 1
-                if self._ops >= YIELD_EVERY:
-                    await self._yield_turn()
-                return
-            await self._wait_to_send()
 
     def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
         """A message given as frames, in the strategy's own form."""
@@ -377,6 +304,68 @@ class Socket:
         if not msg:
             raise ValueError("a message needs at least one frame")
         return msg
+
+    def _send_raw_nowait(self, msg: list[bytes]) -> None:
+        """Route one message in the strategy's form, or raise ``trio.WouldBlock``."""
+        if not self._sendable:
+            self._check_send()
+        fast = self._fast
+        if not (
+            self._strategy.send(msg) if fast is None else fast.route(self._strategy.send, msg)
+        ):
+            raise trio.WouldBlock
+
+    async def _send_raw(self, msg: list[bytes]) -> None:
+        """Route one message, waiting as the pattern says: the async form of
+        :meth:`_send_raw_nowait`, the send path of every send but :meth:`send_many`."""
+        # the cancellation half of a checkpoint, inlined: a call would cost a coroutine
+        pending = self._cancel_pending
+        if pending is None:
+            await _checkpoint_if_cancelled()
+        elif pending():
+            await _checkpoint()
+        while True:
+            try:
+                self._send_raw_nowait(msg)
+            except trio.WouldBlock:
+                await self._wait_to_send()
+                continue
+            break
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+
+    def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
+        """Send a whole message or raise ``trio.WouldBlock``."""
+        self._send_raw_nowait(self._prepare(frames))
+
+    async def send_multipart(self, frames: Iterable[Any]) -> None:
+        """Send a whole message; waits where the pattern says (no peer, or all full)."""
+        await self._send_raw(self._prepare(frames))
+
+    def send_nowait(self, data: Any, *, more: bool = False) -> None:
+        """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
+        frame = _frame(data)
+        if more:
+            self._check_send()
+            self._outgoing.append(frame)
+            return
+        self._send_raw_nowait([*self._outgoing, frame])
+        self._outgoing = []
+
+    async def send(self, data: Any, *, more: bool = False) -> None:
+        """Send one frame; ``more=True`` continues a multipart message (sent atomically)."""
+        frame = data if data.__class__ is bytes else _frame(data)
+        if more:
+            self._check_send()
+            self._outgoing.append(frame)
+            await _checkpoint_if_cancelled()
+            return
+        if self._outgoing:
+            msg, self._outgoing = [*self._outgoing, frame], []
+        else:
+            msg = [frame]
+        await self._send_raw(msg)
 
     async def send_many(self, messages: Iterable[Iterable[Any]]) -> int:
         """Send whole messages in order; return how many were sent.
@@ -387,82 +376,22 @@ class Socket:
         cancelled while waiting, the messages before the one that waited were sent
         and that one and the rest were not.
         """
-        await trio.lowlevel.checkpoint_if_cancelled()
-        strategy = self._strategy
+        await _checkpoint_if_cancelled()
         count = 0
         for frames in messages:
             msg = self._prepare(frames)
             while True:
-                if not self._sendable:
-                    self._check_send()
-                if strategy.send(msg):
-                    break
-                await self._wait_to_send()
+                try:
+                    self._send_raw_nowait(msg)
+                except trio.WouldBlock:
+                    await self._wait_to_send()
+                    continue
+                break
             count += 1
-        if self._engine is not None:
-            self._engine.write_through = True
+        if self._fast is not None:
+            self._fast.waited()
         await trio.lowlevel.cancel_shielded_checkpoint()
         return count
-
-    def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
-        """Send a whole message or raise ``trio.WouldBlock``."""
-        msg = [_frame(f) for f in frames]
-        if not msg:
-            raise ValueError("a message needs at least one frame")
-        self._send_raw_nowait(msg)
-
-    def _send_raw_nowait(self, msg: list[bytes]) -> None:
-        self._check_send()
-        if self._engine is None or not self._strategy.send(msg):
-            raise trio.WouldBlock
-
-    async def send(self, data: Any, *, more: bool = False) -> None:
-        """Send one frame; ``more=True`` continues a multipart message (sent atomically)."""
-        frame = data if data.__class__ is bytes else _frame(data)
-        if more:
-            self._check_send()
-            self._outgoing.append(frame)
-            await trio.lowlevel.checkpoint_if_cancelled()
-            return
-        if self._outgoing:
-            msg, self._outgoing = [*self._outgoing, frame], []
-            await self._send_raw(msg)
-            return
-        # _send_raw inlined: the single-frame send is the hottest path there is;
-        # checkpoint_if_cancelled() inlined too (see _FAST_CANCEL_CHECK)
-        if _FAST_CANCEL_CHECK:
-            task = _current_task()
-            if task._cancel_status.effectively_cancelled or (
-                task is task._runner.main_task and task._runner.ki_pending
-            ):
-                await trio.lowlevel.checkpoint()
-        else:
-            await trio.lowlevel.checkpoint_if_cancelled()
-        msg = [frame]
-        strategy = self._strategy
-        while True:
-            if not self._sendable:
-                self._check_send()
-            round_robin = self._round_robin
-            peer = round_robin.only if round_robin is not None else None
-            # RoundRobinOut.send inlined for its commonest case, one peer
-            if peer.out_pipe.offer(msg) if peer is not None else strategy.send(msg):
-                self._ops += 1
-                if self._ops >= YIELD_EVERY:
-                    await self._yield_turn()
-                return
-            await self._wait_to_send()
-
-    def send_nowait(self, data: Any, *, more: bool = False) -> None:
-        """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
-        frame = _frame(data)
-        if more:
-            self._check_send()
-            self._outgoing.append(frame)
-            return
-        msg = [*self._outgoing, frame]
-        self.send_multipart_nowait(msg)
-        self._outgoing = []
 
     # -- receiving -------------------------------------------------------------------------
     def _check_recv(self) -> None:
@@ -470,35 +399,40 @@ class Socket:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
         if not self._strategy.can_recv:
             raise NotSupportedError(f"a {self.socket_type} socket cannot receive")
-        if self._engine is None:
+        if self._runtime is None:
             # nothing could ever complete the call: say so instead of waiting forever
             raise RuntimeError(
                 f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
             )
 
-    async def recv_multipart(self) -> list[bytes]:
-        """Receive a whole message (the rest of one, if :meth:`recv` started it)."""
-        if self._incoming:
-            rest = list(self._incoming)
-            self._incoming.clear()
-            await trio.lowlevel.checkpoint()
-            return rest
-        return self._frames_of(await self._recv_raw())
+    def _recv_raw_nowait(self) -> list[bytes]:
+        """The next message in the strategy's own form, or ``trio.WouldBlock``."""
+        if not self._recvable:
+            self._check_recv()
+        msg = self._strategy.recv()
+        if msg is None:
+            raise trio.WouldBlock
+        return msg
 
     async def _recv_raw(self) -> list[bytes]:
-        """The next message in the strategy's own form (routing id or group first)."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        strategy = self._strategy
+        """The next message in the strategy's own form (routing id or group first): the
+        async form of :meth:`_recv_raw_nowait`, the receive path of every receive."""
+        pending = self._cancel_pending
+        if pending is None:
+            await _checkpoint_if_cancelled()
+        elif pending():
+            await _checkpoint()
         while True:
-            if not self._recvable:
-                self._check_recv()
-            msg = strategy.recv()
-            if msg is not None:
-                self._ops += 1
-                if self._ops >= YIELD_EVERY:
-                    await self._yield_turn()
-                return msg
-            await self._wait_to_recv()
+            try:
+                msg = self._recv_raw_nowait()
+            except trio.WouldBlock:
+                await self._wait_to_recv()
+                continue
+            break
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+        return msg
 
     def _frames_of(self, raw: list[bytes]) -> list[bytes]:
         """The frames the application sees of a strategy's message."""
@@ -514,65 +448,36 @@ class Socket:
             rest = list(self._incoming)
             self._incoming.clear()
             return rest
-        self._check_recv()
-        msg = self._strategy.recv()
-        if msg is None:
-            raise trio.WouldBlock
-        return self._frames_of(msg)
+        return self._frames_of(self._recv_raw_nowait())
 
-    async def recv(self) -> bytes:
-        """Receive one frame; :attr:`rcvmore` tells whether the message goes on."""
+    async def recv_multipart(self) -> list[bytes]:
+        """Receive a whole message (the rest of one, if :meth:`recv` started it)."""
         if self._incoming:
             await trio.lowlevel.checkpoint()
-            return self._incoming.popleft()
-        # _recv_raw inlined: the single-frame receive is the hottest path there is;
-        # checkpoint_if_cancelled() inlined too (see _FAST_CANCEL_CHECK)
-        if _FAST_CANCEL_CHECK:
-            task = _current_task()
-            if task._cancel_status.effectively_cancelled or (
-                task is task._runner.main_task and task._runner.ki_pending
-            ):
-                await trio.lowlevel.checkpoint()
-        else:
-            await trio.lowlevel.checkpoint_if_cancelled()
-        strategy = self._strategy
-        while True:
-            if not self._recvable:
-                self._check_recv()
-            fair_queue = self._fair_queue
-            peer = fair_queue.only if fair_queue is not None else None
-            if peer is not None and not peer.gone:
-                # SocketStrategy.recv inlined for its commonest case, one live peer:
-                # a message, or nothing to read; anything else is dropped, as there
-                msg = peer.in_pipe.poll()
-                if msg.__class__ is list:
-                    if strategy.accepts_all or strategy.accept(peer, msg):
-                        break
-                    continue
-                if msg is not None:
-                    continue
-            else:
-                msg = strategy.recv()
-                if msg is not None:
-                    break
-            await self._wait_to_recv()
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
-        if self._own_frames:
-            msg = self._frames_of(msg)
-        if len(msg) > 1:
-            self._incoming.extend(msg[1:])
-        first: bytes = msg[0]
-        return first
+            return self.recv_multipart_nowait()
+        return self._frames_of(await self._recv_raw())
 
     def recv_nowait(self) -> bytes:
         """Receive one frame or raise ``trio.WouldBlock``."""
         if self._incoming:
             return self._incoming.popleft()
         msg = self.recv_multipart_nowait()
-        self._incoming.extend(msg[1:])
+        if len(msg) > 1:
+            self._incoming.extend(msg[1:])
         return msg[0]
+
+    async def recv(self) -> bytes:
+        """Receive one frame; :attr:`rcvmore` tells whether the message goes on."""
+        if self._incoming:
+            await trio.lowlevel.checkpoint()
+        else:
+            msg = await self._recv_raw()
+            if self._own_frames:
+                msg = self._frames_of(msg)
+            if len(msg) == 1:
+                return msg[0]
+            self._incoming.extend(msg)
+        return self._incoming.popleft()
 
     async def recv_many(self, max_messages: int = 1024) -> list[list[bytes]]:
         """Wait for one whole message, then take up to ``max_messages`` already queued.
@@ -584,9 +489,9 @@ class Socket:
         if max_messages < 1:
             raise ValueError(f"max_messages must be >= 1, not {max_messages!r}")
         batch = [await self.recv_multipart()]
-        strategy = self._strategy
+        recv = self._strategy.recv
         while len(batch) < max_messages and not self._closing:
-            msg = strategy.recv()
+            msg = recv()
             if msg is None:
                 break
             batch.append(self._frames_of(msg))
@@ -620,21 +525,17 @@ class Socket:
         ``receivers_waiting`` and ``senders_waiting`` the tasks (and threads) parked
         in a receive or a send.
         """
-        engine = self._engine
         stats: dict[str, Any] = dict(self._strategy.statistics())
-        reading = self._reading
+        fast = self._fast
+        reading = fast.reading if fast is not None else None
         stats["receivers_waiting"] = len(self._recv_lot) + (
             reading is not None and reading.waiting is not None
         )
         stats["senders_waiting"] = len(self._send_lot)
-        if engine is not None:
-            stats["bound"] = sorted(engine.listeners)
-            stats["connected"] = sorted(engine.connecters)
-            stats["live_peers"] = sum(1 for p in engine.peers if p.connected)
-            peers = engine.peers | {peer for peer, _scope in engine.connecters.values()}
-            stats["queued_out"] = sum(len(p.out_pipe) for p in peers)
-            stats["queued_in"] = sum(len(p.in_pipe) for p in peers)
+        runtime = self._runtime
+        if runtime is not None:
+            stats.update(runtime.statistics())
             if self.socket_type in ("RADIO", "DISH"):
-                stats["datagrams_malformed"] = engine.datagrams_malformed
-                stats["datagrams_dropped"] = engine.datagrams_dropped
+                stats["datagrams_malformed"] = runtime.counters["datagrams_malformed"]
+                stats["datagrams_dropped"] = runtime.counters["datagrams_dropped"]
         return stats

@@ -104,7 +104,7 @@ class Sub(XSub):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        for topic in self._options["subscribe"]:
+        for topic in self._options.subscribe:
             self._strategy.subscribe(topic)
 
 
@@ -285,12 +285,12 @@ class Peer(Server):
 
     async def connect_peer(self, endpoint: str) -> int:
         """Connect to ``endpoint`` and return the routing id that addresses it."""
-        engine = self._require_engine()
-        if self._options["immediate"]:
+        runtime = self._require_runtime()
+        if self._options.immediate:
             raise ValueError("connect_peer needs immediate=False (as in libzmq)")
-        parsed = parse_endpoint(endpoint, for_bind=False)
-        await engine.connect(parsed)
-        peer, _scope = engine.connecters[str(parsed)]
+        peer = await runtime.connect(parse_endpoint(endpoint, for_bind=False))
+        if peer is None:
+            raise RuntimeError(f"{endpoint}: the connection was refused at once")
         return self._strategy.routing_id_of(peer)
 
 

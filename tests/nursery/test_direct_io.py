@@ -1,7 +1,7 @@
 """The runtime's direct socket calls: write-through, raw reads and writes, big frames.
 
 The reader and writer of a tcp/ipc connection call ``recv``/``send`` on a duplicate
-of the stream's descriptor (``trizmq.transport.rawio``), an idle writer lets the
+of the stream's descriptor (``trizmq.nursery.fastpath``), an idle writer lets the
 sending task write a message itself, and frames of 64 KiB or more are written from
 the caller's object. These tests check what that must never change: every message
 arrives whole and in order whatever the kernel accepts, no descriptor leaks, and a
@@ -20,9 +20,11 @@ import trio.testing
 import zmq
 
 import trizmq
-from trizmq.nursery.engine import SocketEngine
+from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath import FastPath, RawOutput, RawSocket
+from trizmq.nursery.peers import Peer
 from trizmq.nursery.pipe import Pipe
-from trizmq.transport.rawio import RawSocket
+from trizmq.nursery.writer import run_writer
 
 TRANSPORTS = ["tcp", "ipc"]
 
@@ -47,23 +49,19 @@ async def test_write_through_under_back_pressure_keeps_messages_whole(
     sizes = [1, 300, 20_000, 60_000, 65_535]
     messages = [bytes([i % 251]) * sizes[i % len(sizes)] for i in range(400)]
     partial = deferred = 0
-    real_write_through = SocketEngine._write_through
+    real_write_now = RawOutput.write_now
 
-    def spy(engine: SocketEngine, *args: Any) -> Any:
-        direct = real_write_through(engine, *args)
-
-        def counting(item: Any) -> Any:
-            nonlocal partial, deferred
-            rest = direct(item)
-            if rest is not None:
-                deferred += 1
-            if rest.__class__ is bytes:
+    def counting(output: RawOutput) -> bool:
+        nonlocal partial, deferred
+        pipe = output.actor.peer.out_pipe
+        written = real_write_now(output)
+        if not written:
+            deferred += 1
+            if pipe and pipe.peek().__class__ is bytes:
                 partial += 1
-            return rest
+        return written
 
-        return counting
-
-    monkeypatch.setattr(SocketEngine, "_write_through", spy)
+    monkeypatch.setattr(RawOutput, "write_now", counting)
     with trio.fail_after(30):
         async with trizmq.Pull(rcvhwm=5) as pull:
             endpoint = await pull.bind(bind_address(transport))
@@ -72,7 +70,7 @@ async def test_write_through_under_back_pressure_keeps_messages_whole(
                 assert await pull.recv() == b"hello"
                 for message in messages:
                     # as after a wait of the socket: the next send may write through
-                    push._engine.write_through = True
+                    push._fast.waited()  # type: ignore[union-attr]
                     await push.send(message)
                     await trio.sleep(0)
                 for expected in messages:
@@ -247,6 +245,8 @@ class _FakeConn:
 class _HalfSocket:
     """A RawSocket whose kernel takes half of the first write and nothing after."""
 
+    send_all = RawSocket.send_all
+
     def __init__(self) -> None:
         self.written = bytearray()
 
@@ -261,30 +261,58 @@ class _HalfSocket:
         await trio.sleep_forever()
 
 
+class _FakeActor:
+    """The part of a ConnectionActor the writer uses."""
+
+    def __init__(self, peer: Peer, conn: _FakeConn, raw: _HalfSocket, fast: FastPath) -> None:
+        self.peer = peer
+        self.codec = conn
+        self.where = "test"
+        self.runtime: Any = type("Runtime", (), {"closing": False})()
+        self.output = RawOutput(raw, self, fast)  # type: ignore[arg-type]
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 async def test_half_written_message_is_dropped_when_its_connection_ends() -> None:
     """The rest of a message cut short belongs to that connection: when the
     connection ends before the writer sends it, it is dropped from the queue (a
     whole message after it stays queued for the next connection)."""
-    from trizmq.nursery.peer import Peer
-
-    engine: Any = SocketEngine.__new__(SocketEngine)
-    engine.closing = False
-    engine.write_through = True
     out_pipe = Pipe(100)
-    peer = Peer("tcp://test", "stream", out_pipe, Pipe(100))
+    peer = Peer("tcp://test", out_pipe, Pipe(100))
     conn = _FakeConn()
     raw = _HalfSocket()
+    fast = FastPath()
+    actor = _FakeActor(peer, conn, raw, fast)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
-            done = trio.CancelScope()
-            nursery.start_soon(engine.writer, None, conn, peer, done, "test", raw)
+            nursery.start_soon(run_writer, actor)
             await trio.testing.wait_all_tasks_blocked()
-            assert out_pipe.direct is not None  # the idle writer offers write-through
-            out_pipe.put([b"first message"])  # written by us, half taken by the kernel
+            assert out_pipe.on_readable is not None  # the idle writer offers write-through
+
+            def route(msg: list[bytes]) -> bool:
+                out_pipe.put(msg)
+                return True
+
+            # written by us, the routing task, half taken by the kernel
+            assert fast.route(route, [b"first message"])
             assert bytes(raw.written) == (b"\x0dfirst message")[:7]
             assert out_pipe.peek().__class__ is bytes  # the rest waits for the writer
             out_pipe.put([b"second"])
             conn.closed = True  # the connection ends before the writer runs
-        assert done.cancel_called
+        assert actor.closed
     assert list(out_pipe.drain()) == [[b"second"]]
 
+
+async def test_the_switch_turns_direct_io_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fast path off, no stream gets direct socket calls."""
+    a, b = trio.socket.socketpair()
+    stream = trio.SocketStream(a)
+    try:
+        monkeypatch.setattr(fastpath, "ENABLED", False)
+        assert RawSocket.of(stream) is None
+    finally:
+        await stream.aclose()
+        b.close()

@@ -428,7 +428,7 @@ async def test_only_peer_misbehaving_while_a_task_reads_it(
     caplog: pytest.LogCaptureFixture, transport: str, case: str
 ) -> None:
     """With one peer and a task parked in a receive, the task reads the connection
-    itself (read-through, ``ReadThrough`` in ``trizmq.nursery.engine``): what it
+    itself (read-through, ``ReadThrough`` in ``trizmq.nursery.fastpath``): what it
     meets must end that connection just as the reader would, and nothing else."""
     tail, reason = ONLY_PEER_CASES[case]
     caplog.set_level(logging.WARNING, logger="trizmq")
@@ -458,9 +458,8 @@ async def test_only_peer_misbehaving_while_a_task_reads_it(
                     await send(stream, frame(b"fine"))
                     assert await got.receive() == [b"fine"]
                     await trio.testing.wait_all_tasks_blocked()
-                    engine: Any = pull._engine
-                    (peer,) = engine.peers
-                    read_through = peer.read_through
+                    fast: Any = pull._fast
+                    (read_through,) = fast.readers.values()
                     assert read_through is not None and read_through.waiting is not None
                     await send(stream, tail)
                     if case == "garbage":

@@ -2,7 +2,7 @@
 
 A task that would park in a receive, on a socket whose only peer is a live tcp/ipc
 connection with nothing queued, waits on the connection's socket alongside the
-reader (``ReadThrough`` in ``trizmq.nursery.engine``); once it does, the reader
+reader (``ReadThrough`` in ``trizmq.nursery.fastpath``); once it does, the reader
 stands by rather than racing it for every message. These tests check what must
 hold whoever reads: every message arrives once and in order, another peer's message
 or the socket closing still wakes the task, a cancelled receive hands the
@@ -22,7 +22,7 @@ import trio.testing
 import zmq
 
 import trizmq
-from trizmq.nursery.engine import ReadThrough
+from trizmq.nursery.fastpath import ReadThrough
 
 TRANSPORTS = ["tcp", "ipc"]
 
@@ -41,10 +41,10 @@ def libzmq_push(endpoint: str) -> Any:
 
 
 def only_read_through(sock: trizmq.Socket) -> ReadThrough:
-    engine: Any = sock._engine
-    (peer,) = engine.peers
-    assert peer.read_through is not None
-    return peer.read_through  # type: ignore[no-any-return]
+    fast: Any = sock._fast
+    (read_through,) = fast.readers.values()
+    assert read_through is not None
+    return read_through  # type: ignore[no-any-return]
 
 
 class Receiver:
@@ -115,7 +115,7 @@ class ReadSpy:
         real = ReadThrough.read
 
         def read(rt: ReadThrough) -> None:
-            pipe = rt._peer.in_pipe
+            pipe = rt.peer.in_pipe
             before = len(pipe)
             real(rt)
             self.messages += len(pipe) - before

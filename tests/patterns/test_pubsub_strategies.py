@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from trizmq._options import validate_options
 from trizmq.patterns.sockets.base import Fanout
 from trizmq.patterns.sockets.pubsub import (
     KEY_LIMIT,
@@ -74,6 +75,14 @@ class FakePeer:
         self.gone = False
         self.connected = True
 
+    @property
+    def shares_wire(self) -> bool:
+        return self.kind == "stream"
+
+    @property
+    def carries_commands(self) -> bool:
+        return self.kind != "datagram"
+
     def __repr__(self) -> str:
         return f"<FakePeer {self.name}>"
 
@@ -88,7 +97,7 @@ def queued(peer: FakePeer) -> list[list[bytes]]:
 
 
 def pub(*peers: Any, cls: type[PubStrategy] = PubStrategy, **options: Any) -> Any:
-    strategy = cls(options, lambda: None, lambda: None)
+    strategy = cls(validate_options(cls.socket_type, options), lambda: None, lambda: None)
     for peer in peers:
         strategy.attach(peer)
         strategy.connected(peer)
@@ -332,7 +341,7 @@ def test_xpub_verbose_reports_every_subscribe() -> None:
 
 
 def sub(*peers: Any, cls: type[XSubStrategy] = SubStrategy) -> Any:
-    strategy = cls({}, lambda: None, lambda: None)
+    strategy = cls(validate_options(cls.socket_type, {}), lambda: None, lambda: None)
     for peer in peers:
         strategy.attach(peer)
         strategy.connected(peer)
@@ -428,12 +437,13 @@ def test_pub_detach_of_an_unknown_peer_keeps_routing() -> None:
 
 
 def test_with_the_runtime_pipes_and_peers() -> None:
-    from trizmq.nursery.peer import Peer
+    from trizmq.nursery.peers import Peer, PeerState, PeerTable
     from trizmq.nursery.pipe import Pipe
 
     def peer(kind: str, hwm: int) -> Peer:
-        made = Peer("tcp://127.0.0.1:1", kind, Pipe(hwm), Pipe(hwm))
-        made.connected = True
+        made = Peer("tcp://127.0.0.1:1", Pipe(hwm), Pipe(hwm), shared_queue=kind == "inproc")
+        PeerTable.move(made, PeerState.WAITING)
+        PeerTable.move(made, PeerState.LIVE)
         return made
 
     a, b, c = peer("stream", 3), peer("stream", 0), peer("inproc", 2)

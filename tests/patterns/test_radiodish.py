@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from trizmq._options import validate_options
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.radiodish import (
     DishStrategy,
@@ -25,6 +26,14 @@ class FakePeer:
         self.attached = False
         self.kind = kind
 
+    @property
+    def shares_wire(self) -> bool:
+        return self.kind == "stream"
+
+    @property
+    def carries_commands(self) -> bool:
+        return self.kind != "datagram"
+
     def sent(self) -> list[Any]:
         return self.out_pipe.drain()
 
@@ -43,12 +52,14 @@ class Wakes:
 
 def radio(**options: Any) -> RadioStrategy:
     wakes = Wakes()
-    return RadioStrategy(options, wakes.on_readable, wakes.on_writable)
+    return RadioStrategy(
+        validate_options("RADIO", options), wakes.on_readable, wakes.on_writable
+    )
 
 
 def dish(**options: Any) -> DishStrategy:
     wakes = Wakes()
-    return DishStrategy(options, wakes.on_readable, wakes.on_writable)
+    return DishStrategy(validate_options("DISH", options), wakes.on_readable, wakes.on_writable)
 
 
 def joined(strategy: RadioStrategy, peer: FakePeer, *items: Any) -> None:

@@ -154,9 +154,9 @@ async def test_a_stalled_subscriber_costs_the_publisher_at_most_its_hwm(
         payload = b"m" * 64
         for _ in range(1_000_000):
             pub.send_nowait(payload)  # PUB never blocks
-        engine = pub._engine
-        assert engine is not None
-        biggest = max(len(p.out_pipe) for p in engine.peers)
+        runtime = pub._runtime
+        assert runtime is not None
+        biggest = max(len(p.out_pipe) for p in runtime.peers)
         assert biggest <= 100
         assert pub.statistics()["dropped"] > 900_000
         # the virtual link buffers at most its capacity

@@ -18,11 +18,38 @@ per pick. Peers must be hashable (identity hashing is fine).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["FairQueue", "RoundRobin"]
+__all__ = ["FairQueue", "Inbox", "RoundRobin", "Source"]
 
 T = TypeVar("T")
+
+
+class Inbox(Protocol):
+    """What the fair queue needs of a peer's incoming queue."""
+
+    def __bool__(self) -> bool: ...
+
+    def poll(self) -> object:
+        """The oldest item, removed; None when there is none."""
+        ...
+
+
+class Source(Protocol):
+    """What the fair queue needs of a peer: its incoming queue, and whether it left."""
+
+    @property
+    def in_pipe(self) -> Inbox: ...
+
+    @property
+    def gone(self) -> bool: ...
+
+
+S = TypeVar("S", bound=Source)
+
+
+def _has_input(peer: Source) -> bool:
+    return bool(peer.in_pipe)
 
 
 class _Rotation(Generic[T]):
@@ -119,12 +146,36 @@ class RoundRobin(_Rotation[T]):
     __slots__ = ()
 
 
-class FairQueue(_Rotation[T]):
+class FairQueue(_Rotation[S]):
     """Incoming fair-queuing (PULL, SUB, DEALER...): read from peers in turn so no
     peer starves the others.
 
-    Typical call: ``fq.next_peer(lambda p: bool(p.in_pipe))``; None means nothing
-    is waiting on any peer.
+    :meth:`poll` is the one fair-queue loop of every socket type that reads from
+    several peers: it takes the next item from the next peer that has one, and
+    forgets a peer that left once its input is read to the end.
     """
 
-    __slots__ = ()
+    __slots__ = ("source",)
+
+    #: the peer the last item returned by :meth:`poll` came from (unset before one)
+    source: S
+
+    def poll(self) -> object:
+        """The next incoming item, fair-queued over the peers; None when none has one.
+
+        :attr:`source` is then the peer it came from. A peer that is gone leaves
+        the rotation with its last item.
+        """
+        peer = self.only
+        if peer is None:
+            peer = self.next_peer(_has_input)
+            if peer is None:
+                return None
+        pipe = peer.in_pipe
+        item = pipe.poll()
+        if item is None:
+            return None  # the only peer has nothing waiting
+        if not pipe and peer.gone:
+            self.remove(peer)
+        self.source = peer
+        return item

@@ -32,8 +32,8 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from .._endpoint import Endpoint
-from ..transport import virtual_network
+from .._options import Options
+from ..transport import Codec, Endpoint, Listener, StreamTransport, run_transports, transport_for
 
 __all__ = ["VirtualLink", "VirtualNetwork", "VirtualStream", "open_virtual_network"]
 
@@ -306,12 +306,43 @@ class VirtualNetwork:
         return len(self._matching(endpoint))
 
 
+class VirtualTransport:
+    """A byte-stream transport whose listeners and streams are a virtual network's;
+    endpoints and codec are those of the real transport of the same scheme."""
+
+    def __init__(self, network: VirtualNetwork, real: StreamTransport) -> None:
+        self.network = network
+        self.real = real
+        self.scheme = real.scheme
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """As the real transport."""
+        return self.real.parse(text, address, for_bind=for_bind)
+
+    async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
+        """Bind in the virtual network."""
+        return await self.network.listen(endpoint)
+
+    async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
+        """Connect in the virtual network."""
+        return await self.network.connect(endpoint)
+
+    def codec(self, socket_type: str, options: Options) -> Codec:
+        """As the real transport."""
+        return self.real.codec(socket_type, options)
+
+
 @asynccontextmanager
 async def open_virtual_network(capacity: int = DEFAULT_CAPACITY) -> AsyncIterator[VirtualNetwork]:
     """Route this ``trio.run``'s tcp/ipc endpoints through a new virtual network."""
     network = VirtualNetwork(capacity)
-    token = virtual_network.set(network)
+    overrides: dict[str, StreamTransport] = {}
+    for scheme in ("tcp", "ipc"):
+        real = transport_for(scheme)
+        assert isinstance(real, StreamTransport)
+        overrides[scheme] = VirtualTransport(network, real)
+    token = run_transports.set(overrides)
     try:
         yield network
     finally:
-        virtual_network.reset(token)
+        run_transports.reset(token)

@@ -1,78 +1,94 @@
-"""Byte-stream transports: turn an :class:`~trizmq._endpoint.Endpoint` into trio streams.
+"""Transports: the one table from endpoint scheme to transport.
 
-``listen`` and ``connect`` dispatch on ``endpoint.transport`` (``tcp`` or ``ipc``); what
-they hand back are plain :class:`trio.abc.Stream` objects with nothing ZeroMQ-specific.
+A byte-stream transport (:class:`~trizmq.transport.base.StreamTransport`: tcp, ipc)
+parses its endpoints, listens, connects and names the codec of its bytes; a
+message transport (:class:`~trizmq.transport.base.MessageTransport`: inproc, udp)
+carries whole messages. Adding a transport is one module and one entry in
+:data:`TRANSPORTS` (or a call to :func:`register_transport`, the public seam).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 import trio
 
-from .._endpoint import Endpoint
 from .._errors import EndpointError
-from .ipc import IPCListener, connect_ipc, listen_ipc
-from .tcp import DEFAULT_BACKLOG, TCPListener, connect_tcp, listen_tcp
+from .base import (
+    Codec,
+    Endpoint,
+    LinkHost,
+    Listener,
+    MessageBinding,
+    MessageTransport,
+    StreamTransport,
+    Transport,
+    parse_endpoint,
+    register_transport,
+    run_transports,
+    schemes,
+    transport_for,
+)
+from .inproc import INPROC
+from .ipc import IPC, IPCListener
+from .tcp import DEFAULT_BACKLOG, TCP, TCPListener
+from .udp import UDP
+
+if TYPE_CHECKING:
+    from .._options import Options
 
 __all__ = [
     "DEFAULT_BACKLOG",
-    "STREAM_TRANSPORTS",
+    "SUPPORTED_TRANSPORTS",
+    "TRANSPORTS",
+    "Codec",
+    "Endpoint",
     "IPCListener",
+    "LinkHost",
     "Listener",
+    "MessageBinding",
+    "MessageTransport",
+    "StreamTransport",
     "TCPListener",
+    "Transport",
     "connect",
     "listen",
-    "virtual_network",
+    "parse_endpoint",
+    "register_transport",
+    "run_transports",
+    "schemes",
+    "transport_for",
 ]
 
-STREAM_TRANSPORTS: frozenset[str] = frozenset({"tcp", "ipc"})
+#: the built-in transports, in the order their schemes are listed to users
+TRANSPORTS: tuple[Transport, ...] = (TCP, IPC, INPROC, UDP)
+for _transport in TRANSPORTS:
+    register_transport(_transport)
 
-#: the ``trizmq.testing`` virtual network installed in the current ``trio.run``, if any;
-#: while one is, tcp and ipc endpoints go through it instead of the operating system
-virtual_network: trio.lowlevel.RunVar[Any] = trio.lowlevel.RunVar(
-    "trizmq_virtual_network", default=None
-)
-
-
-class Listener(Protocol):
-    """A bound endpoint that accepts incoming byte streams."""
-
-    #: The endpoint actually bound, wildcards resolved (``tcp://127.0.0.1:40123``).
-    endpoint: str
-
-    async def accept(self) -> tuple[trio.abc.Stream, str]:
-        """Wait for the next peer: its stream and address text (``""`` for ipc)."""
-        ...
-
-    async def aclose(self) -> None:
-        """Stop listening and release the address; idempotent."""
-        ...
+#: the schemes trizmq supports out of the box
+SUPPORTED_TRANSPORTS: frozenset[str] = frozenset(t.scheme for t in TRANSPORTS)
 
 
-async def listen(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> Listener:
-    """Bind *endpoint*; ``OSError`` (naming the endpoint) if the address is taken."""
-    network = virtual_network.get()
-    if network is not None and endpoint.transport in STREAM_TRANSPORTS:
-        return await network.listen(endpoint)  # type: ignore[no-any-return]
-    if endpoint.transport == "tcp":
-        return await listen_tcp(endpoint, backlog=backlog)
-    if endpoint.transport == "ipc":
-        return await listen_ipc(endpoint, backlog=backlog)
-    raise EndpointError(
-        f"endpoint {str(endpoint)!r}: {endpoint.transport} is not a stream transport"
-    )
+def _stream_transport(endpoint: Endpoint) -> StreamTransport:
+    transport = transport_for(endpoint.transport)
+    if not isinstance(transport, StreamTransport):
+        raise EndpointError(
+            f"endpoint {str(endpoint)!r}: {endpoint.transport} is not a stream transport"
+        )
+    return transport
+
+
+def _default_options() -> Options:
+    from .._options import Options
+
+    return Options()
+
+
+async def listen(endpoint: Endpoint) -> Listener:
+    """Bind a byte-stream *endpoint*; ``OSError`` (naming the endpoint) if it is taken."""
+    return await _stream_transport(endpoint).listen(endpoint, _default_options())
 
 
 async def connect(endpoint: Endpoint) -> trio.abc.Stream:
     """Open a stream to *endpoint*; every failure to reach the peer is ``OSError``."""
-    network = virtual_network.get()
-    if network is not None and endpoint.transport in STREAM_TRANSPORTS:
-        return await network.connect(endpoint)  # type: ignore[no-any-return]
-    if endpoint.transport == "tcp":
-        return await connect_tcp(endpoint)
-    if endpoint.transport == "ipc":
-        return await connect_ipc(endpoint)
-    raise EndpointError(
-        f"endpoint {str(endpoint)!r}: {endpoint.transport} is not a stream transport"
-    )
+    return await _stream_transport(endpoint).connect(endpoint, _default_options())

@@ -8,14 +8,19 @@ import secrets
 import stat
 import tempfile
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import trio
 
-from .._endpoint import Endpoint
 from .._errors import EndpointError
+from .addresses import check_ipc_path
+from .base import Codec, Endpoint, Listener, zmtp_codec
 from .tcp import DEFAULT_BACKLOG, rename_oserror
 
-__all__ = ["IPCListener", "connect_ipc", "fresh_ipc_path", "listen_ipc"]
+if TYPE_CHECKING:
+    from .._options import Options
+
+__all__ = ["IPC", "IPCListener", "IpcTransport", "connect_ipc", "fresh_ipc_path", "listen_ipc"]
 
 
 def fresh_ipc_path() -> str:
@@ -174,3 +179,30 @@ async def connect_ipc(endpoint: Endpoint) -> trio.SocketStream:
         sock.close()
         raise
     return trio.SocketStream(sock)
+
+
+class IpcTransport:
+    """``ipc://path``, ``ipc://@name`` (Linux abstract) and ``ipc://*`` on bind; ZMTP."""
+
+    scheme = "ipc"
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """A path that fits a Unix socket address."""
+        path = check_ipc_path(text, address, for_bind=for_bind)
+        return Endpoint(self.scheme, address, path=path)
+
+    async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
+        """Bind and listen (see :func:`listen_ipc`)."""
+        return await listen_ipc(endpoint)
+
+    async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
+        """Connect (see :func:`connect_ipc`)."""
+        return await connect_ipc(endpoint)
+
+    def codec(self, socket_type: str, options: Options) -> Codec:
+        """ZMTP."""
+        return zmtp_codec(socket_type, options)
+
+
+#: the ipc transport of the table
+IPC = IpcTransport()

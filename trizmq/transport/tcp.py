@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._endpoint import Endpoint
 from .._errors import EndpointError
+from .addresses import parse_host_port
+from .base import Codec, Endpoint, Listener, zmtp_codec
+
+if TYPE_CHECKING:
+    from .._options import Options
 
 __all__ = [
     "DEFAULT_BACKLOG",
+    "TCP",
     "TCPListener",
+    "TcpTransport",
     "connect_tcp",
     "format_sockaddr",
     "listen_tcp",
@@ -127,6 +133,33 @@ async def connect_tcp(endpoint: Endpoint) -> trio.SocketStream:
         return await trio.open_tcp_stream(endpoint.host, endpoint.port)
     except OSError as exc:
         raise rename_oserror(exc, f"cannot connect to {endpoint}") from exc
+
+
+class TcpTransport:
+    """``tcp://host:port``: IPv4, IPv6 in brackets, ``*`` and port 0 on bind; ZMTP."""
+
+    scheme = "tcp"
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """``host:port``; see :func:`~trizmq.transport.addresses.parse_host_port`."""
+        host, port = parse_host_port(text, address, for_bind=for_bind)
+        return Endpoint(self.scheme, address, host=host, port=port)
+
+    async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
+        """Bind and listen (see :func:`listen_tcp`)."""
+        return await listen_tcp(endpoint)
+
+    async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
+        """Connect (see :func:`connect_tcp`)."""
+        return await connect_tcp(endpoint)
+
+    def codec(self, socket_type: str, options: Options) -> Codec:
+        """ZMTP."""
+        return zmtp_codec(socket_type, options)
+
+
+#: the tcp transport of the table
+TCP = TcpTransport()
 
 
 def rename_oserror(exc: OSError, what: str) -> OSError:

@@ -1,7 +1,8 @@
 """``udp://``: the datagram transport of RADIO (connects, sends) and DISH (binds, receives).
 
 There is no ZMTP on udp (libzmq wire notes §8): one message is one datagram, encoded
-by :mod:`trizmq.zmtp.udp`. This module only opens the sockets:
+by :mod:`trizmq.zmtp.udp`. A udp endpoint is one peer of the socket, fed (DISH) or
+drained (RADIO) by one task the socket's runtime runs for it. The sockets:
 
 * :func:`open_receiver` binds for a DISH: a unicast address (``*`` = all IPv4
   interfaces, port 0 resolved), or a multicast group, for which it binds the
@@ -20,26 +21,30 @@ trizmq does not support that form yet); a bad interface raises ``EndpointError``
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket as _stdlib_socket
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+from trio.lowlevel import enable_ki_protection
 
-from .._endpoint import Endpoint
+from .. import _monitor as monitor
 from .._errors import EndpointError
+from ..zmtp import ProtocolError
+from ..zmtp.udp import decode_datagram, encode_datagram
+from .addresses import HOST_RE, is_multicast, parse_host_port
+from .base import Endpoint, LinkHost, MessageBinding
 
-__all__ = ["UdpReceiver", "UdpSender", "open_receiver", "open_sender"]
+if TYPE_CHECKING:
+    from ..nursery.peers import Peer
+
+__all__ = ["UDP", "UdpReceiver", "UdpSender", "UdpTransport", "open_receiver", "open_sender"]
+
+log = logging.getLogger("trizmq")
 
 #: libzmq reads at most this many bytes per datagram (wire notes §8.1)
 MAX_DATAGRAM = 8192
-
-
-def _is_multicast(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_multicast
-    except ValueError:
-        return False
 
 
 def _interface_address(endpoint: Endpoint) -> tuple[str, int]:
@@ -98,7 +103,7 @@ class UdpSender:
 async def open_receiver(endpoint: Endpoint) -> UdpReceiver:
     """Bind a DISH's udp endpoint; ``OSError`` naming it if the address is taken."""
     host, port = endpoint.host or "*", endpoint.port or 0
-    multicast = _is_multicast(host)
+    multicast = is_multicast(host)
     if multicast:
         family = _stdlib_socket.AF_INET
         bind_host = "0.0.0.0"
@@ -143,7 +148,7 @@ async def open_sender(endpoint: Endpoint) -> UdpSender:
     family, _, _, _, sockaddr = infos[0]
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_DGRAM)
     try:
-        if _is_multicast(host) and family == _stdlib_socket.AF_INET:
+        if is_multicast(host) and family == _stdlib_socket.AF_INET:
             sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_MULTICAST_TTL, 1)
             sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_MULTICAST_LOOP, 1)
             address, index = _interface_address(endpoint)
@@ -158,3 +163,165 @@ async def open_sender(endpoint: Endpoint) -> UdpSender:
         sock.close()
         raise
     return UdpSender(sock, sockaddr)
+
+
+class _UdpBinding:
+    """A udp endpoint of a socket: its peer and the task that serves it."""
+
+    ended = False
+
+    def __init__(self, endpoint: str, host: LinkHost, peer: Peer, close: object) -> None:
+        self.endpoint = endpoint
+        self.host = host
+        self.peer = peer
+        self._close = close
+        self.scope: trio.CancelScope | None = None
+
+    def holds(self, peer: Peer) -> bool:
+        return peer is self.peer
+
+    async def aclose(self) -> None:
+        """Stop serving the endpoint; its peer leaves."""
+        if self.scope is not None:
+            self.scope.cancel()
+        self.host.link_down(self.peer)
+        close = self._close
+        if isinstance(close, UdpReceiver):
+            await close.aclose()
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+class UdpTransport:
+    """``udp://host:port`` and ``udp://IFACE;GROUP:PORT``: RADIO connects, DISH binds."""
+
+    scheme = "udp"
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """``host:port``, or libzmq's ``IFACE;MCAST:PORT`` for multicast."""
+        if ";" not in address:
+            host, port = parse_host_port(text, address, for_bind=for_bind)
+            return Endpoint(self.scheme, address, host=host, port=port)
+        # libzmq's udp://IFACE;MCAST:PORT: the interface to join or send multicast on
+        interface, _, target = address.partition(";")
+        if not interface or not HOST_RE.fullmatch(interface.replace("*", "x")):
+            raise EndpointError(f"endpoint {text!r}: bad interface {interface!r} before ';'")
+        host, port = parse_host_port(text, target, for_bind=for_bind)
+        if not is_multicast(host):
+            raise EndpointError(
+                f"endpoint {text!r}: an interface is allowed only with a multicast address"
+            )
+        return Endpoint(self.scheme, address, host=host, port=port, interface=interface)
+
+    @staticmethod
+    def _check(endpoint: Endpoint, host: LinkHost, role: str) -> None:
+        if host.socket_type != role:
+            raise EndpointError(
+                f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
+            )
+
+    async def bind(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+        """A DISH's endpoint: one datagram peer fed by a receiver task."""
+        self._check(endpoint, host, "DISH")
+        try:
+            receiver = await open_receiver(endpoint)
+        except (OSError, ValueError) as exc:
+            host.emit(monitor.BindFailed(str(endpoint), str(exc)))
+            raise
+        peer = host.new_link_peer(receiver.endpoint, in_hwm=host.options.rcvhwm, datagram=True)
+        binding = _UdpBinding(receiver.endpoint, host, peer, receiver)
+        host.attach(peer)
+        host.link_up(peer, "", b"")
+
+        async def receive(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+            await _receive_datagrams(receiver, peer, host, task_status)
+
+        binding.scope = await host.run_task(receive)
+        host.emit(monitor.Listening(receiver.endpoint))
+        return binding
+
+    async def connect(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+        """A RADIO's endpoint: one datagram peer drained by a sender task."""
+        self._check(endpoint, host, "RADIO")
+        key = str(endpoint)
+        sender = await open_sender(endpoint)
+        peer = host.new_link_peer(key, out_hwm=host.options.sndhwm, datagram=True)
+        binding = _UdpBinding(key, host, peer, sender)
+        host.attach(peer)
+        host.link_up(peer, "", b"")
+
+        async def send(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+            await _send_datagrams(sender, peer, host, task_status)
+
+        binding.scope = await host.run_task(send)
+        return binding
+
+
+@enable_ki_protection
+async def _receive_datagrams(
+    receiver: UdpReceiver,
+    peer: Peer,
+    host: LinkHost,
+    task_status: trio.TaskStatus[trio.CancelScope],
+) -> None:
+    """Decode datagrams into ``[group, body]``; drop (and count) bad ones, never raise."""
+    pipe = peer.in_pipe
+    with trio.CancelScope() as scope:
+        task_status.started(scope)
+        while True:
+            try:
+                data = await receiver.receive()
+            except (OSError, trio.ClosedResourceError) as exc:
+                log.debug("%s: udp receive failed: %s", receiver.endpoint, exc)
+                return
+            try:
+                group, body = decode_datagram(data)
+            except ProtocolError as exc:
+                host.count("datagrams_malformed")
+                log.debug("%s: dropped a malformed datagram: %s", receiver.endpoint, exc)
+                continue
+            if pipe.full:
+                host.count("datagrams_dropped")
+                continue
+            pipe.put([group, body])
+
+
+@enable_ki_protection
+async def _send_datagrams(
+    sender: UdpSender,
+    peer: Peer,
+    host: LinkHost,
+    task_status: trio.TaskStatus[trio.CancelScope],
+) -> None:
+    """Send each queued ``[group, body]`` as one datagram; a failed send loses it."""
+    pipe = peer.out_pipe
+    with trio.CancelScope() as scope:
+        task_status.started(scope)
+        try:
+            while True:
+                if not pipe:
+                    peer.writing = False
+                    host.flushed()
+                    await pipe.wait_readable()
+                    continue
+                peer.writing = True
+                group, body = pipe.popleft()
+                try:
+                    datagram = encode_datagram(group, body)
+                except ValueError as exc:
+                    host.count("datagrams_dropped")
+                    log.warning("%s: dropped a message: %s", peer.endpoint, exc)
+                    continue
+                try:
+                    await sender.send(datagram)
+                except OSError as exc:
+                    # like libzmq: the datagram is lost, never retried
+                    host.count("datagrams_dropped")
+                    log.debug("%s: udp send failed: %s", peer.endpoint, exc)
+        finally:
+            peer.writing = False
+            sender.close()
+
+
+#: the udp transport of the table
+UDP = UdpTransport()

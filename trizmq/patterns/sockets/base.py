@@ -9,19 +9,126 @@ None where the caller would have to wait, and the runtime parks the caller until
 a pipe's ``on_writable``/``on_readable`` callback (wired to the socket's wake-up
 functions) says something changed.
 
-Peers are duck-typed (``trizmq.nursery.peer.Peer``): ``out_pipe``, ``in_pipe``
-(with ``full``, ``put``, ``offer``, ``popleft``, ``poll``, ``__bool__``), ``gone``,
-``connected``.
+Peers are seen through :class:`PeerLike` (the runtime's ``trizmq.nursery.peers.Peer``
+satisfies it): two queues, what the peer announced, where it stands, and two
+capabilities its transport gives it (:attr:`PeerLike.shares_wire`,
+:attr:`PeerLike.carries_commands`), so that no strategy asks which transport a
+peer came through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..routing import FairQueue
 
-__all__ = ["Fanout", "SocketStrategy", "can_take", "has_data"]
+if TYPE_CHECKING:
+    from ..._options import Options
+
+__all__ = [
+    "Fanout",
+    "Message",
+    "PeerLike",
+    "Queue",
+    "SocketStrategy",
+    "Wake",
+    "can_take",
+    "has_data",
+]
+
+#: a wake-up the runtime gives a strategy (the socket's receivers or senders)
+Wake = Callable[[], None]
+#: a message in a strategy's own form: its frames (a routing id or group first, where
+#: the socket type says so)
+Message = list[bytes]
+
+
+class Queue(Protocol):
+    """What a strategy may do with one direction of a peer (the runtime's ``Pipe``)."""
+
+    @property
+    def full(self) -> bool:
+        """True when a producer must not add a message now."""
+        ...
+
+    def __bool__(self) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def put(self, item: object) -> None:
+        """Append, ignoring the high-water mark (commands; checked messages)."""
+        ...
+
+    def offer(self, item: object) -> bool:
+        """Append unless full; False when full."""
+        ...
+
+    def poll(self) -> object:
+        """The oldest item, removed; None when empty."""
+        ...
+
+    def popleft(self) -> object:
+        """The oldest item, removed; IndexError when empty."""
+        ...
+
+    def drain(self) -> list[object]:
+        """Every item, removed."""
+        ...
+
+    def extend(self, batch: Iterable[object]) -> None:
+        """Append a batch."""
+        ...
+
+
+class PeerLike(Protocol):
+    """A peer as a strategy sees it."""
+
+    #: the id a ROUTER routes this peer by (None: unrouted)
+    routing_id: bytes | None
+
+    @property
+    def out_pipe(self) -> Queue:
+        """Messages and commands to the peer."""
+        ...
+
+    @property
+    def in_pipe(self) -> Queue:
+        """Messages and commands from the peer."""
+        ...
+
+    @property
+    def gone(self) -> bool:
+        """True once the peer left for good (its input is still readable)."""
+        ...
+
+    @property
+    def connected(self) -> bool:
+        """True while a live connection (or link) carries the peer."""
+        ...
+
+    @property
+    def attached(self) -> bool:
+        """True while the strategy routes to and from the peer."""
+        ...
+
+    @property
+    def identity(self) -> bytes:
+        """The Identity the peer announced (b"" if none)."""
+        ...
+
+    @property
+    def shares_wire(self) -> bool:
+        """True when one encoding of a message serves this peer and every other such
+        peer (byte-stream peers without encryption: a :class:`Fanout` is written as
+        is); False when the peer takes the message object itself (inproc)."""
+        ...
+
+    @property
+    def carries_commands(self) -> bool:
+        """False for a peer with no ZMTP under it (udp): it can neither subscribe nor
+        join, so a RADIO sends it every message and a DISH sends it no JOIN."""
+        ...
 
 
 class Fanout:
@@ -38,12 +145,12 @@ class Fanout:
         self.wire: bytes | None = None
 
 
-def can_take(peer: Any) -> bool:
+def can_take(peer: PeerLike) -> bool:
     """A peer whose outgoing pipe is under its high-water mark."""
     return not peer.out_pipe.full
 
 
-def has_data(peer: Any) -> bool:
+def has_data(peer: PeerLike) -> bool:
     """A peer with a message waiting in its incoming pipe."""
     return bool(peer.in_pipe)
 
@@ -63,65 +170,59 @@ class SocketStrategy:
 
     def __init__(
         self,
-        options: Mapping[str, Any],
-        readable: Callable[[], None],
-        writable: Callable[[], None],
+        options: Options,
+        readable: Wake,
+        writable: Wake,
     ) -> None:
         self.options = options
         #: wake the socket's receivers / senders
         self.readable = readable
         self.writable = writable
-        self.inbound: FairQueue[Any] = FairQueue()
+        self.inbound: FairQueue[PeerLike] = FairQueue()
         #: True when :meth:`accept` would accept every message, so recv can skip calling
         #: it: when it is not overridden, or (SUB) while the subscriptions say so
         self.accepts_all = type(self).accept is SocketStrategy.accept
 
     # -- peers -------------------------------------------------------------------
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         """Start routing to and from ``peer``; False refuses it (PAIR's second peer)."""
         self.inbound.add(peer)
         return True
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         """Stop routing to ``peer``; its unread input stays readable until drained."""
         if not peer.in_pipe:
             self.inbound.remove(peer)
 
-    def connected(self, peer: Any) -> None:
+    def connected(self, peer: PeerLike) -> None:
         """A (re)established connection now carries ``peer`` (handshake done)."""
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         """The connection under a kept ``peer`` was lost; a reconnect may follow."""
 
     # -- messages ----------------------------------------------------------------
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         """Queue ``msg``; False means no peer can take it now (the caller waits)."""
         raise NotImplementedError
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         """The next message, fair-queued over peers; None when there is none."""
         inbound = self.inbound
+        poll = inbound.poll
         while True:
-            peer = inbound.only
-            if peer is None:
-                peer = inbound.next_peer(has_data)
-                if peer is None:
-                    return None
-            pipe = peer.in_pipe
-            item = pipe.poll()
+            item = poll()
             if item is None:
-                # the only peer has nothing waiting
                 return None
-            if peer.gone and not pipe:
-                inbound.remove(peer)
-            if item.__class__ is list and (self.accepts_all or self.accept(peer, item)):
-                return item  # type: ignore[no-any-return,unused-ignore]
+            if item.__class__ is list and (
+                self.accepts_all or self.accept(inbound.source, item)
+            ):
+                return item
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""
         return True
 
-    def incoming(self, peer: Any) -> None:
+    def incoming(self, peer: PeerLike) -> None:
         """Eager strategies consume ``peer.in_pipe`` here as soon as it fills."""
 
     def statistics(self) -> dict[str, int]:

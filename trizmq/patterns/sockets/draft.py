@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..._errors import HostUnreachable
-from .base import SocketStrategy, has_data
+from .base import Message, PeerLike, SocketStrategy, Wake
 from .pair import PairStrategy
 from .pipeline import RoundRobinOut
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 #: our own generator: ids never disturb (nor depend on) the application's random state
 _IDS = random.Random()
@@ -60,7 +63,7 @@ __all__ = [
 _MAX_ID = 0xFFFFFFFF
 
 
-def check_single_part(frames: Sequence[Any], socket_type: str = "this socket") -> None:
+def check_single_part(frames: Sequence[object], socket_type: str = "this socket") -> None:
     """Raise ValueError unless ``frames`` is exactly one frame (the family's rule)."""
     if len(frames) != 1:
         raise ValueError(
@@ -87,11 +90,11 @@ class ClientStrategy(RoundRobinOut):
 
     socket_type = "CLIENT"
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         check_single_part(msg, self.socket_type)
         return super().send(msg)
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 1
 
 
@@ -101,7 +104,7 @@ class ScatterStrategy(ClientStrategy):
     socket_type = "SCATTER"
     can_recv = False
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         raise NotImplementedError
 
 
@@ -110,10 +113,10 @@ class GatherStrategy(SocketStrategy):
 
     socket_type = "GATHER"
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 1
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         raise NotImplementedError
 
 
@@ -122,11 +125,11 @@ class ChannelStrategy(PairStrategy):
 
     socket_type = "CHANNEL"
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         check_single_part(msg, self.socket_type)
         return super().send(msg)
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 1
 
 
@@ -136,12 +139,12 @@ class ServerStrategy(SocketStrategy):
     socket_type = "SERVER"
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
         #: routable peers by id (attached ones)
-        self.routes: dict[int, Any] = {}
+        self.routes: dict[int, PeerLike] = {}
         #: the id of every peer still attached or with unread input
-        self.ids: dict[Any, int] = {}
+        self.ids: dict[PeerLike, int] = {}
         self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
 
@@ -153,14 +156,14 @@ class ServerStrategy(SocketStrategy):
             if rid and rid not in self.routes:
                 return rid
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         if peer not in self.ids:
             rid = self.generate_id()
             self.ids[peer] = rid
             self.routes[rid] = peer
         return super().attach(peer)
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         rid = self.ids.get(peer)
         if rid is not None and self.routes.get(rid) is peer:
             del self.routes[rid]
@@ -168,18 +171,18 @@ class ServerStrategy(SocketStrategy):
             self.ids.pop(peer, None)
         super().detach(peer)
 
-    def routing_id_of(self, peer: Any) -> int:
+    def routing_id_of(self, peer: PeerLike) -> int:
         """The routing id of an attached ``peer`` (PEER's ``connect_peer`` returns it)."""
         try:
             return self.ids[peer]
         except KeyError:
             raise ValueError(f"{peer!r} is not attached") from None
 
-    def peer_of(self, routing_id: int) -> Any:
+    def peer_of(self, routing_id: int) -> PeerLike | None:
         """The attached peer with ``routing_id``, or None."""
         return self.routes.get(routing_id)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         if len(msg) != 2:
             raise ValueError(f"a {self.socket_type} message is [routing_id, body]")
         rid = unpack_routing_id(msg[0])
@@ -192,17 +195,18 @@ class ServerStrategy(SocketStrategy):
         pipe.put([msg[1]])
         return True
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
+        inbound = self.inbound
+        poll = inbound.poll
         while True:
-            peer = self.inbound.next_peer(has_data)
-            if peer is None:
+            item = poll()
+            if item is None:
                 return None
-            item = peer.in_pipe.popleft()
+            peer = inbound.source
             rid = self.ids.get(peer)
-            if peer.gone and not peer.in_pipe:
-                self.inbound.remove(peer)
-                if rid is not None and self.routes.get(rid) is not peer:
-                    del self.ids[peer]
+            if peer not in inbound and rid is not None and self.routes.get(rid) is not peer:
+                # read to the end after it left: its id is free again
+                del self.ids[peer]
             if rid is None or item.__class__ is not list:
                 continue
             if len(item) != 1:

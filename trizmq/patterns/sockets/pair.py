@@ -7,9 +7,12 @@ its pipe is full.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .base import SocketStrategy
+from .base import Message, PeerLike, SocketStrategy, Wake
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 __all__ = ["PairStrategy"]
 
@@ -20,22 +23,22 @@ class PairStrategy(SocketStrategy):
     socket_type = "PAIR"
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.peer: Any = None
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.peer: PeerLike | None = None
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         if self.peer is not None and self.peer is not peer:
             return False
         self.peer = peer
         return super().attach(peer)
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         if self.peer is peer:
             self.peer = None
         super().detach(peer)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         peer = self.peer
         if peer is None or peer.out_pipe.full:
             return False

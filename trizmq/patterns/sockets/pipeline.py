@@ -7,10 +7,13 @@ its peers and never sends.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..routing import RoundRobin
-from .base import SocketStrategy, can_take
+from .base import Message, PeerLike, SocketStrategy, Wake, can_take
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 __all__ = ["PullStrategy", "PushStrategy", "RoundRobinOut"]
 
@@ -23,23 +26,31 @@ class RoundRobinOut(SocketStrategy):
 
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.outbound: RoundRobin[Any] = RoundRobin()
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.outbound: RoundRobin[PeerLike] = RoundRobin()
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         self.outbound.add(peer)
         return super().attach(peer)
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         self.outbound.remove(peer)
         super().detach(peer)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def target(self) -> PeerLike | None:
+        """The peer the next message goes to: the next one that can take it."""
+        peer = self.outbound.only
+        if peer is not None:
+            # one peer, the common case: no rotation
+            return None if peer.out_pipe.full else peer
+        return self.outbound.next_peer(can_take)
+
+    def send(self, msg: Message) -> bool:
         peer = self.outbound.only
         if peer is not None:
             # one peer, the common case: no rotation, one call
-            return peer.out_pipe.offer(msg)  # type: ignore[no-any-return]
+            return peer.out_pipe.offer(msg)
         peer = self.outbound.next_peer(can_take)
         if peer is None:
             return False
@@ -53,7 +64,7 @@ class PushStrategy(RoundRobinOut):
     socket_type = "PUSH"
     can_recv = False
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         raise NotImplementedError
 
 

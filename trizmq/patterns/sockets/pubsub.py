@@ -22,12 +22,16 @@ Rules:
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...zmtp.events import Cancel, Subscribe
 from ..pubsub import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import Fanout, SocketStrategy
+from .base import Fanout, Message, PeerLike, SocketStrategy, Wake
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 __all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
 
@@ -54,31 +58,31 @@ class PubStrategy(SocketStrategy):
     eager = True
     wants_commands = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.subscribers: Distribution[Any] = Distribution()
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.subscribers: Distribution[PeerLike] = Distribution()
         self.dropped = 0
         # the routing cache (see the class docstring), valid for ``_version``
         self._version = -1
         self._uniform = False
         #: the peers of every message while ``_uniform``
-        self._peers: list[Any] = []
+        self._peers: list[PeerLike] = []
         #: topic frame -> its peers, at most ROUTES_LIMIT of them
-        self._routes: dict[bytes, list[Any]] = {}
-        #: True when every peer is a stream (tcp/ipc) peer: no inproc copies to make
+        self._routes: dict[bytes, list[PeerLike]] = {}
+        #: True when every peer shares one encoding (no inproc copies to make)
         self._streams = True
-        #: while ``_uniform`` with several peers, all of them streams: their pipes'
-        #: ``offer``, so that a message is queued without looking each one up
-        self._offers: list[Any] | None = None
+        #: while ``_uniform`` with several peers, all of them sharing one encoding: their
+        #: pipes' ``offer``, so that a message is queued without looking each one up
+        self._offers: list[Callable[[object], bool]] | None = None
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         self.subscribers.add_peer(peer)
         super().attach(peer)
         if peer.in_pipe:
             self.incoming(peer)
         return True
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         self.inbound.remove(peer)
         self.vanished(self.subscribers.remove_peer(peer))
         # hold no departed peer; the cache is rebuilt at the next send
@@ -87,7 +91,7 @@ class PubStrategy(SocketStrategy):
         self._offers = None
         self._routes = {}
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         # the subscriber resends its whole set when it reconnects
         self.vanished(self.subscribers.clear_peer(peer))
 
@@ -96,7 +100,7 @@ class PubStrategy(SocketStrategy):
         subscribers = self.subscribers
         self._version = subscribers.version
         self._uniform = uniform = subscribers.uniform()
-        self._streams = all(peer.kind == "stream" for peer in subscribers)
+        self._streams = all(peer.shares_wire for peer in subscribers)
         # with no prefix but b"", every message goes to the same peers
         self._peers = peers = subscribers.matching(b"") if uniform else []
         self._offers = (
@@ -104,7 +108,7 @@ class PubStrategy(SocketStrategy):
         )
         self._routes = {}
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         first = msg[0]
         subscribers = self.subscribers
         if subscribers.version != self._version:
@@ -144,23 +148,22 @@ class PubStrategy(SocketStrategy):
                     self.dropped += 1
         else:
             for peer in peers:
-                if not peer.out_pipe.offer(shared if peer.kind == "stream" else list(msg)):
+                if not peer.out_pipe.offer(shared if peer.shares_wire else list(msg)):
                     self.dropped += 1
         return True
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         raise NotImplementedError
 
-    def incoming(self, peer: Any) -> None:
+    def incoming(self, peer: PeerLike) -> None:
         pipe = peer.in_pipe
         while pipe and not self.backlogged():
             item = pipe.popleft()
-            cls = item.__class__
-            if cls is Subscribe:
+            if item.__class__ is Subscribe:
                 self.subscribed(peer, item.topic, True)
-            elif cls is Cancel:
+            elif item.__class__ is Cancel:
                 self.subscribed(peer, item.topic, False)
-            elif cls is list and item:
+            elif item.__class__ is list and item:
                 parsed = parse_subscription_message(item[0]) if len(item) == 1 else None
                 if parsed is None:
                     self.message(peer, item)
@@ -171,7 +174,7 @@ class PubStrategy(SocketStrategy):
         """True when incoming items must wait in their pipes (XPUB's app queue is full)."""
         return False
 
-    def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
+    def subscribed(self, peer: PeerLike, topic: bytes, on: bool) -> None:
         """Apply one subscription change from ``peer``."""
         if peer not in self.subscribers:
             return
@@ -180,7 +183,7 @@ class PubStrategy(SocketStrategy):
         else:
             self.subscribers.unsubscribe(peer, topic)
 
-    def message(self, peer: Any, msg: list[bytes]) -> None:
+    def message(self, peer: PeerLike, msg: Message) -> None:
         """A non-subscription message from a subscriber: PUB ignores it."""
 
     def vanished(self, topics: list[bytes]) -> None:
@@ -196,18 +199,18 @@ class XPubStrategy(PubStrategy):
     socket_type = "XPUB"
     can_recv = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.verbose = bool(self.options.get("xpub_verbose", False))
-        self.pending: deque[list[bytes]] = deque()
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.verbose = options.xpub_verbose
+        self.pending: deque[Message] = deque()
         #: the application queue is bounded by rcvhwm: past it, items wait in their
         #: peers' pipes, whose readers then stop (back-pressure to the XSUB)
-        self.hwm = int(self.options.get("rcvhwm", 0))
+        self.hwm = options.rcvhwm
 
     def backlogged(self) -> bool:
         return bool(self.hwm) and len(self.pending) >= self.hwm
 
-    def subscribed(self, peer: Any, topic: bytes, on: bool) -> None:
+    def subscribed(self, peer: PeerLike, topic: bytes, on: bool) -> None:
         if peer not in self.subscribers:
             return
         if on:
@@ -217,21 +220,21 @@ class XPubStrategy(PubStrategy):
         elif self.subscribers.unsubscribe(peer, topic):
             self.notify([b"\x00" + topic])
 
-    def message(self, peer: Any, msg: list[bytes]) -> None:
+    def message(self, peer: PeerLike, msg: Message) -> None:
         self.notify(msg)
 
     def vanished(self, topics: list[bytes]) -> None:
         for topic in topics:
             self.notify([b"\x00" + topic])
 
-    def notify(self, msg: list[bytes]) -> None:
+    def notify(self, msg: Message) -> None:
         """Queue a message for the application and wake a receiver."""
         was_empty = not self.pending
         self.pending.append(msg)
         if was_empty:
             self.readable()
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         if not self.pending:
             return None
         msg = self.pending.popleft()
@@ -249,25 +252,25 @@ class XSubStrategy(SocketStrategy):
     socket_type = "XSUB"
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
         self.subscriptions = SubscriptionTrie()
-        self.peers: list[Any] = []
+        self.peers: list[PeerLike] = []
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         self.peers.append(peer)
         return super().attach(peer)
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         if peer in self.peers:
             self.peers.remove(peer)
         super().detach(peer)
 
-    def connected(self, peer: Any) -> None:
+    def connected(self, peer: PeerLike) -> None:
         for topic in self.subscriptions:
             peer.out_pipe.put(Subscribe(topic))
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         # drop queued commands: the whole set is replayed on reconnect
         pipe = peer.out_pipe
         kept = [item for item in pipe.drain() if item.__class__ is list]
@@ -285,13 +288,13 @@ class XSubStrategy(SocketStrategy):
             self.accepts_all = b"" in self.subscriptions
             self.upstream(Cancel(topic))
 
-    def upstream(self, command: Any) -> None:
+    def upstream(self, command: Subscribe | Cancel) -> None:
         """Send a subscription command to every connected peer (never dropped)."""
         for peer in self.peers:
             if peer.connected:
                 peer.out_pipe.put(command)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         parsed = parse_subscription_message(msg[0]) if len(msg) == 1 else None
         if parsed is not None:
             if parsed[0]:
@@ -305,7 +308,7 @@ class XSubStrategy(SocketStrategy):
                 peer.out_pipe.put(msg)
         return True
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         # not called while ``b""`` is subscribed: ``accepts_all`` is True then
         return self.subscriptions.matches(msg[0])
 
@@ -316,5 +319,5 @@ class SubStrategy(XSubStrategy):
     socket_type = "SUB"
     can_send = False
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         raise NotImplementedError

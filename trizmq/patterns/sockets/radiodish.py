@@ -26,7 +26,7 @@ Rules:
   dropped), and the whole set is replayed on every (re)connection. DISH
   fair-queues its input and filters again by its joined groups; anything that is
   not a two-frame message is discarded.
-* Datagram peers (``peer.kind == "datagram"``, the runtime's udp:// pseudo-peers):
+* Datagram peers (``not peer.carries_commands``, the runtime's udp:// pseudo-peers):
   there is no ZMTP on udp, so a DISH sends them no commands and a RADIO sends them
   *every* message whatever its group, as libzmq does. Their input, decoded by
   :func:`trizmq.zmtp.udp.decode_datagram`, arrives as the same ``[group, body]``.
@@ -35,10 +35,13 @@ Rules:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...zmtp.events import Join, Leave
-from .base import SocketStrategy
+from .base import Message, PeerLike, SocketStrategy, Wake
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 __all__ = ["MAX_GROUP_LENGTH", "DishStrategy", "RadioStrategy", "check_group", "is_datagram"]
 
@@ -61,9 +64,9 @@ def check_group(group: bytes | bytearray | memoryview | str) -> bytes:
     return group
 
 
-def is_datagram(peer: Any) -> bool:
+def is_datagram(peer: PeerLike) -> bool:
     """A udp:// pseudo-peer: no ZMTP, so no JOIN/LEAVE and no group filtering by RADIO."""
-    return getattr(peer, "kind", "") == "datagram"
+    return not getattr(peer, "carries_commands", True)
 
 
 class RadioStrategy(SocketStrategy):
@@ -75,17 +78,17 @@ class RadioStrategy(SocketStrategy):
     eager = True
     wants_commands = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
         #: per attached stream/inproc peer: its joined groups with a JOIN count
-        self.joined: dict[Any, Counter[bytes]] = {}
+        self.joined: dict[PeerLike, Counter[bytes]] = {}
         #: per group: the peers that joined it (an insertion-ordered set)
-        self.members: dict[bytes, dict[Any, None]] = {}
+        self.members: dict[bytes, dict[PeerLike, None]] = {}
         #: attached datagram peers: they get every message
-        self.broadcast: dict[Any, None] = {}
+        self.broadcast: dict[PeerLike, None] = {}
         self.dropped = 0
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         if is_datagram(peer):
             self.broadcast[peer] = None
         else:
@@ -95,17 +98,17 @@ class RadioStrategy(SocketStrategy):
             self.incoming(peer)
         return True
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         self.inbound.remove(peer)
         self.broadcast.pop(peer, None)
         self.forget(peer)
         self.joined.pop(peer, None)
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         # the DISH replays its joins when it reconnects
         self.forget(peer)
 
-    def forget(self, peer: Any) -> None:
+    def forget(self, peer: PeerLike) -> None:
         """Drop every group ``peer`` joined (it stays attached)."""
         groups = self.joined.get(peer)
         if not groups:
@@ -119,7 +122,7 @@ class RadioStrategy(SocketStrategy):
                     del members[group]
         groups.clear()
 
-    def join(self, peer: Any, group: bytes) -> None:
+    def join(self, peer: PeerLike, group: bytes) -> None:
         """``peer`` sent JOIN ``group``."""
         groups = self.joined.get(peer)
         if groups is None:
@@ -128,7 +131,7 @@ class RadioStrategy(SocketStrategy):
         if groups[group] == 1:
             self.members.setdefault(group, {})[peer] = None
 
-    def leave(self, peer: Any, group: bytes) -> None:
+    def leave(self, peer: PeerLike, group: bytes) -> None:
         """``peer`` sent LEAVE ``group``: one JOIN fewer; unknown groups are ignored."""
         groups = self.joined.get(peer)
         if groups is None or group not in groups:
@@ -142,18 +145,17 @@ class RadioStrategy(SocketStrategy):
                 if not peers:
                     del self.members[group]
 
-    def incoming(self, peer: Any) -> None:
+    def incoming(self, peer: PeerLike) -> None:
         pipe = peer.in_pipe
         while pipe:
             item = pipe.popleft()
-            cls = item.__class__
-            if cls is Join:
+            if item.__class__ is Join:
                 self.join(peer, item.group)
-            elif cls is Leave:
+            elif item.__class__ is Leave:
                 self.leave(peer, item.group)
             # data from a DISH and any other command: discarded (RFC 48)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         if len(msg) != 2:
             raise ValueError("a RADIO message is [group, body]")
         group = msg[0]
@@ -168,10 +170,10 @@ class RadioStrategy(SocketStrategy):
                     pipe.put(msg)
         return True
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         raise NotImplementedError
 
-    def groups_of(self, peer: Any) -> set[bytes]:
+    def groups_of(self, peer: PeerLike) -> set[bytes]:
         """The groups ``peer`` has joined (for tests and diagnostics)."""
         return set(self.joined.get(peer, ()))
 
@@ -189,28 +191,28 @@ class DishStrategy(SocketStrategy):
     socket_type = "DISH"
     can_send = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
         #: joined groups, in join order (the replay order)
         self.groups: dict[bytes, None] = {}
-        self.peers: list[Any] = []
+        self.peers: list[PeerLike] = []
 
-    def attach(self, peer: Any) -> bool:
+    def attach(self, peer: PeerLike) -> bool:
         self.peers.append(peer)
         return super().attach(peer)
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         if peer in self.peers:
             self.peers.remove(peer)
         super().detach(peer)
 
-    def connected(self, peer: Any) -> None:
+    def connected(self, peer: PeerLike) -> None:
         if is_datagram(peer):
             return
         for group in self.groups:
             peer.out_pipe.put(Join(group))
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         # drop queued commands: the whole set is replayed on reconnect
         pipe = peer.out_pipe
         kept = [item for item in pipe.drain() if item.__class__ is list]
@@ -233,14 +235,14 @@ class DishStrategy(SocketStrategy):
         del self.groups[group]
         self.upstream(Leave(group))
 
-    def upstream(self, command: Any) -> None:
+    def upstream(self, command: Join | Leave) -> None:
         """Send a JOIN/LEAVE to every connected ZMTP peer (never dropped)."""
         for peer in self.peers:
             if peer.connected and not is_datagram(peer):
                 peer.out_pipe.put(command)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         raise NotImplementedError
 
-    def accept(self, peer: Any, msg: list[bytes]) -> bool:
+    def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 2 and msg[0] in self.groups

@@ -31,11 +31,14 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..._errors import HostUnreachable, StateError
-from .base import SocketStrategy, can_take, has_data
+from .base import Message, PeerLike, SocketStrategy, Wake
 from .pipeline import RoundRobinOut
+
+if TYPE_CHECKING:
+    from ..._options import Options
 
 #: our own generator: ids never disturb (nor depend on) the application's random state
 _IDS = random.Random()
@@ -50,11 +53,11 @@ class DealerStrategy(RoundRobinOut):
 
     socket_type = "DEALER"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.probe = bool(self.options.get("probe_router", False))
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.probe = options.probe_router
 
-    def connected(self, peer: Any) -> None:
+    def connected(self, peer: PeerLike) -> None:
         if self.probe:
             peer.out_pipe.put([b""])
 
@@ -64,23 +67,19 @@ class ReqStrategy(DealerStrategy):
 
     socket_type = "REQ"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.correlate = bool(self.options.get("req_correlate", False))
-        self.relaxed = bool(self.options.get("req_relaxed", False))
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.correlate = options.req_correlate
+        self.relaxed = options.req_relaxed
         #: the peer the pending request went to; None when no reply is awaited
-        self.asked: Any = None
+        self.asked: PeerLike | None = None
         self.request_id = _IDS.getrandbits(32)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         if self.asked is not None and not self.relaxed:
             raise StateError("REQ must receive the reply before it sends another request")
-        peer = self.outbound.only
+        peer = self.target()
         if peer is None:
-            peer = self.outbound.next_peer(can_take)
-            if peer is None:
-                return False
-        elif peer.out_pipe.full:
             return False
         if self.correlate:
             self.request_id = (self.request_id + 1) & 0xFFFFFFFF
@@ -90,29 +89,23 @@ class ReqStrategy(DealerStrategy):
         self.asked = peer
         return True
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         if self.asked is None:
             raise StateError("REQ must send a request before it receives")
         inbound = self.inbound
+        poll = inbound.poll
         while True:
-            peer = inbound.only
-            if peer is None:
-                peer = inbound.next_peer(has_data)
-                if peer is None:
-                    return None
-            item = peer.in_pipe.poll()
+            item = poll()
             if item is None:
                 return None
-            if peer.gone and not peer.in_pipe:
-                inbound.remove(peer)
-            if peer is not self.asked or item.__class__ is not list:
+            if inbound.source is not self.asked or item.__class__ is not list:
                 continue  # a reply from a peer we did not ask: drop it
             body = self.unwrap(item)
             if body is not None:
                 self.asked = None
                 return body
 
-    def unwrap(self, msg: list[bytes]) -> list[bytes] | None:
+    def unwrap(self, msg: Message) -> Message | None:
         """The reply's body, or None for a malformed or stale reply."""
         if self.correlate:
             if len(msg) < 3 or msg[1] != b"" or msg[0] != _REQUEST_ID.pack(self.request_id):
@@ -129,38 +122,33 @@ class RepStrategy(SocketStrategy):
     socket_type = "REP"
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
         #: (peer, envelope) of the request being answered; None when ready to receive
-        self.pending: tuple[Any, list[bytes]] | None = None
+        self.pending: tuple[PeerLike, Message] | None = None
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
         if self.pending is not None:
             raise StateError("REP must send the reply before it receives another request")
         inbound = self.inbound
+        poll = inbound.poll
         while True:
-            peer = inbound.only
-            if peer is None:
-                peer = inbound.next_peer(has_data)
-                if peer is None:
-                    return None
-            item = peer.in_pipe.poll()
+            item = poll()
             if item is None:
                 return None
-            if peer.gone and not peer.in_pipe:
-                inbound.remove(peer)
             if item.__class__ is not list:
                 continue
+            msg: Message = item
             try:
-                split = item.index(b"") + 1
+                split = msg.index(b"") + 1
             except ValueError:
                 continue  # no delimiter: not a request, drop it as libzmq does
-            if split == len(item):
+            if split == len(msg):
                 continue
-            self.pending = (peer, item[:split])
-            return item[split:]  # type: ignore[no-any-return,unused-ignore]
+            self.pending = (inbound.source, msg[:split])
+            return msg[split:]
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         if self.pending is None:
             raise StateError("REP must receive a request before it sends a reply")
         peer, envelope = self.pending
@@ -176,16 +164,16 @@ class RouterStrategy(SocketStrategy):
     socket_type = "ROUTER"
     can_send = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.mandatory = bool(self.options.get("router_mandatory", False))
-        self.handover = bool(self.options.get("router_handover", False))
-        self.probe = bool(self.options.get("probe_router", False))
-        self.routes: dict[bytes, Any] = {}
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        self.mandatory = options.router_mandatory
+        self.handover = options.router_handover
+        self.probe = options.probe_router
+        self.routes: dict[bytes, PeerLike] = {}
         self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
         #: set by the runtime: close one peer's connection (handover)
-        self.kick: Callable[[Any], None] = lambda peer: None
+        self.kick: Callable[[PeerLike], None] = lambda peer: None
 
     def generate_id(self) -> bytes:
         """A fresh id like libzmq's: a zero byte and a 32-bit counter."""
@@ -195,7 +183,7 @@ class RouterStrategy(SocketStrategy):
             if rid not in self.routes:
                 return rid
 
-    def connected(self, peer: Any) -> None:
+    def connected(self, peer: PeerLike) -> None:
         rid = peer.identity or b""
         if rid:
             holder = self.routes.get(rid)
@@ -212,21 +200,21 @@ class RouterStrategy(SocketStrategy):
         if self.probe:
             peer.out_pipe.put([b""])
 
-    def forget(self, peer: Any) -> None:
+    def forget(self, peer: PeerLike) -> None:
         """Remove ``peer``'s route."""
         rid = peer.routing_id
         if rid is not None and self.routes.get(rid) is peer:
             del self.routes[rid]
 
-    def disconnected(self, peer: Any) -> None:
+    def disconnected(self, peer: PeerLike) -> None:
         self.forget(peer)
         peer.routing_id = None
 
-    def detach(self, peer: Any) -> None:
+    def detach(self, peer: PeerLike) -> None:
         self.forget(peer)
         super().detach(peer)
 
-    def send(self, msg: list[bytes]) -> bool:
+    def send(self, msg: Message) -> bool:
         if len(msg) < 2:
             # libzmq needs the routing id and at least one frame; a lone id goes nowhere
             if self.mandatory:
@@ -246,15 +234,14 @@ class RouterStrategy(SocketStrategy):
         peer.out_pipe.put(msg[1:])
         return True
 
-    def recv(self) -> list[bytes] | None:
+    def recv(self) -> Message | None:
+        inbound = self.inbound
+        poll = inbound.poll
         while True:
-            peer = self.inbound.next_peer(has_data)
-            if peer is None:
+            item = poll()
+            if item is None:
                 return None
-            item = peer.in_pipe.popleft()
-            if peer.gone and not peer.in_pipe:
-                self.inbound.remove(peer)
-            rid = peer.routing_id
+            rid = inbound.source.routing_id
             if rid is None or item.__class__ is not list:
                 continue
             return [rid, *item]

@@ -1,0 +1,234 @@
+"""The connection actor: one byte-stream connection of a socket, handshake to end.
+
+A :class:`ConnectionActor` drives one stream with its codec: the handshake (and
+ZAP), then attaching its peer to the socket (or refusing it), then a reader, a
+writer and, with ``heartbeat_ivl``, a heartbeat task, all inside the
+connection's own cancel scope, so that losing or dropping this connection
+cancels nothing else. Its state is its attributes: how it ended
+(:attr:`outcome`), the heartbeat clock, the TTL the peer announced.
+
+Rules:
+
+* A remote error (a protocol violation, a refused handshake) ends this connection
+  only, logged on the ``trizmq`` logger with its reason; it counts as REFUSED, which
+  makes a connecter back off.
+* A peer the socket refuses after the handshake (a PAIR that is taken) is told why
+  with an ERROR, so that it backs off instead of reconnecting at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import trio
+from trio.lowlevel import enable_ki_protection
+
+from .. import _monitor as monitor
+from ..patterns.backoff import Outcome
+from ..zmtp import ProtocolError
+from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
+from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
+from .handshake import ConnectionLost, handshake
+from .heartbeat import run_heartbeat
+from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
+from .writer import Output, StreamOutput, run_writer
+
+if TYPE_CHECKING:
+    from ..transport.base import Codec
+    from ..zmtp.events import Event
+    from .fastpath import FastPath
+    from .peers import Peer
+    from .runtime import SocketRuntime
+
+__all__ = ["ConnectionActor"]
+
+log = logging.getLogger("trizmq")
+
+_PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
+
+
+class ConnectionActor:
+    """One stream connection: handshake, attach or refuse, then read, write, beat."""
+
+    def __init__(
+        self, runtime: SocketRuntime, stream: trio.abc.Stream, peer: Peer, codec: Codec
+    ) -> None:
+        self.runtime = runtime
+        self.stream = stream
+        self.peer = peer
+        self.codec = codec
+        #: the fast path of the socket, or None (portable path)
+        self.fast: FastPath | None = runtime.fast
+        #: how the connection ended (REFUSED after a protocol violation)
+        self.outcome = Outcome.DONE
+        #: the heartbeat timeout: when an unanswered PING makes us drop the peer
+        self.answer_deadline: float | None = None
+        #: True while the reader waits for room in the incoming queue
+        self.paused = False
+        #: the TTL of the peer's last PING: it bounds the next read only
+        self.peer_ttl = 0.0
+        self.input: Input = StreamInput(stream)
+        self.output: Output = StreamOutput(stream, peer.out_pipe)
+        self._scope: trio.CancelScope | None = None
+
+    @property
+    def where(self) -> str:
+        """The connection, for log lines: endpoint and remote address."""
+        peer = self.peer
+        return f"{peer.endpoint} {peer.remote_address}".rstrip()
+
+    # -- what the reader, the writer and read-through share -----------------------------
+    def heard(self) -> None:
+        """The peer sent something: it answered (stops the heartbeat timeout)."""
+        self.answer_deadline = None
+
+    def deliver(self, events: list[Event | list[bytes]]) -> None:
+        """Hand a batch of parsed events to the peer's incoming pipe in one go."""
+        if not events:
+            return
+        peer = self.peer
+        pipe = peer.in_pipe
+        if len(events) == 1 and events[0].__class__ is list:
+            # one message, the usual case of a request or a reply
+            pipe.put(events[0])
+            return
+        wants_commands = self.runtime.strategy.wants_commands
+        batch: list[object] = []
+        for event in events:
+            cls = event.__class__
+            if cls is list:
+                batch.append(event)
+            elif cls in _PEER_COMMANDS:
+                if wants_commands:
+                    batch.append(event)
+            elif event.__class__ is Ping:
+                peer.out_pipe.put(Pong(event.context))
+                if event.ttl:
+                    self.peer_ttl = event.ttl
+            elif event.__class__ is PeerError:
+                raise ProtocolError(f"peer sent ERROR: {event.reason}")
+            # PONG and unknown commands carry nothing for the socket
+        if batch:
+            pipe.extend(batch)
+
+    def refuse(self, exc: ProtocolError) -> None:
+        """The peer broke the protocol: drop it (a connecter backs off)."""
+        log.warning("%s: dropping connection: %s", self.where, exc)
+        self.outcome = Outcome.REFUSED
+
+    def log_closed(self) -> None:
+        """The peer closed the connection."""
+        if self.codec.in_message:
+            log.warning(
+                "%s: peer closed the connection mid-message; its unfinished message is dropped",
+                self.where,
+            )
+        else:
+            log.debug("%s: peer closed the connection", self.where)
+
+    def log_lost(self, exc: BaseException) -> None:
+        """The connection broke."""
+        if self.codec.in_message:
+            log.warning(
+                "%s: connection lost mid-message (%s); its unfinished message is dropped",
+                self.where,
+                exc,
+            )
+        else:
+            log.debug("%s: connection lost: %s", self.where, exc)
+
+    def close(self) -> None:
+        """End the connection (its reader, writer and heartbeat stop)."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    # -- the life of the connection ----------------------------------------------------------
+    @enable_ki_protection
+    async def run(self, *, kept: bool, handshake_done: Callable[[], None] | None = None) -> Outcome:
+        """Handshake, attach (unless ``kept``: the peer is routed already), then run
+        until the connection ends; how it ended. ``handshake_done`` is called once the
+        handshake is over, whatever its outcome."""
+        try:
+            leftovers = await self._handshake()
+        finally:
+            if handshake_done is not None:
+                handshake_done()
+        if leftovers is None:
+            return self.outcome
+        runtime, peer, codec = self.runtime, self.peer, self.codec
+        peer.peer_type = codec.peer_socket_type
+        peer.identity = codec.peer_identity
+        peer.version = codec.peer_version
+        if not kept and not runtime.peers.attach(peer):
+            await self._refuse_peer(f"a {runtime.socket_type} socket takes one peer only")
+            return Outcome.REFUSED
+        runtime.emit(monitor.HandshakeSucceeded(peer.endpoint, peer.remote_address, peer.peer_type))
+        runtime.peers.live(peer)
+        self._choose_io()
+        try:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                peer.closer = self.close
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(run_writer, self)
+                    if runtime.options.heartbeat_ivl:
+                        nursery.start_soon(run_heartbeat, self)
+                    await run_reader(self, leftovers)
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._scope = None
+            self.input.stop()
+            runtime.emit(monitor.Disconnected(peer.endpoint, peer.remote_address))
+            if kept:
+                runtime.peers.lost(peer)
+            else:
+                peer.closer = None
+                peer.writing = False
+            runtime.peers.flush_lot.unpark_all()
+        return self.outcome
+
+    async def _handshake(self) -> list[Event | list[bytes]] | None:
+        """The handshake's leftover traffic, or None when it failed (outcome set)."""
+        runtime, peer = self.runtime, self.peer
+        try:
+            return await handshake(
+                self.stream, self.codec, peer, runtime.zap, runtime.options.handshake_ivl
+            )
+        except ProtocolError as exc:
+            log.warning("%s: handshake refused: %s", self.where, exc)
+            reason = str(exc)
+            self.outcome = Outcome.REFUSED
+        except trio.TooSlowError:
+            log.warning(
+                "%s: handshake timed out after %ss", self.where, runtime.options.handshake_ivl
+            )
+            reason = "handshake timed out"
+            self.outcome = Outcome.LOST
+        except (ConnectionLost, *STREAM_ERRORS) as exc:
+            log.debug("%s: lost during handshake: %s", self.where, exc)
+            reason = str(exc)
+            self.outcome = Outcome.LOST
+        runtime.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
+        return None
+
+    async def _refuse_peer(self, reason: str) -> None:
+        """Refuse the handshaken peer, telling it why."""
+        peer = self.peer
+        log.warning("%s: refused: %s", self.where, reason)
+        self.runtime.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
+        with contextlib.suppress(*STREAM_ERRORS):
+            await self.stream.send_all(self.codec.encode_error(reason))
+
+    def _choose_io(self) -> None:
+        """Direct socket I/O on the fast path, where the stream allows it."""
+        fast = self.fast
+        if fast is None:
+            return
+        raw = RawSocket.of(self.stream)
+        if raw is None:
+            return
+        self.input = RawInput(raw, ReadThrough(self, raw), fast)
+        self.output = RawOutput(raw, self, fast)

@@ -1,0 +1,529 @@
+"""The fast path: every optimisation that bends a rule, behind one switch.
+
+Everything here is an optimisation of something the portable runtime already does
+correctly with trio's public API; set ``TRIZMQ_FASTPATH=0`` in the environment (read
+once, when trizmq is imported) or :data:`ENABLED` to False before a socket is
+entered, and that socket runs the portable path only. The test suite runs both.
+
+What it holds:
+
+* **Direct socket I/O** (:class:`RawSocket`): trio's ``SocketStream`` reschedules
+  the calling task after every system call that succeeded at once, ~10 µs here on
+  top of the call. A connection's reader and writer instead call ``recv``/``send``
+  on a duplicate of the stream's descriptor and wait in trio's
+  ``wait_readable``/``wait_writable`` only when a call would block
+  (:class:`RawInput`, :class:`RawOutput`); a frame of :data:`BIG_FRAME` bytes or
+  more is written from the sender's own object. Only POSIX socket streams get it;
+  anything else (the virtual network's streams) keeps trio's stream calls.
+* **Write-through** (:class:`FastPath`): while a connection's writer is idle, the
+  first message the socket's sending task routes to it (once between two waits or
+  yields of the socket) is encoded and written by that task itself, after routing,
+  with one non-blocking call; what the kernel does not take goes back to the writer.
+  Unencrypted connections only.
+* **Read-through** (:class:`ReadThrough`): a task that would park in a receive, on a
+  socket whose only peer is a live connection with nothing queued, waits on the
+  connection's descriptor and parses what arrives itself, while the reader stands
+  by: one scheduler pass instead of two per message.
+* **The inlined cancellation check** (:func:`cancel_pending`): the test that
+  ``trio.lowlevel.checkpoint_if_cancelled`` makes, without creating a coroutine,
+  including its count of cancel points. It reads trio internals, probed once; a trio
+  without them gets the public function.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+from trio.lowlevel import enable_ki_protection
+
+from ..patterns.sockets.base import Fanout
+from ..zmtp import ProtocolError
+from ..zmtp.frames import MORE, frame_header
+from .handshake import RECEIVE_SIZE
+from .waiters import Waiters
+
+if TYPE_CHECKING:
+    from .connection import ConnectionActor
+    from .pipe import Pipe
+
+__all__ = [
+    "BIG_FRAME",
+    "ENABLED",
+    "FastPath",
+    "RawInput",
+    "RawOutput",
+    "RawSocket",
+    "ReadThrough",
+    "cancel_pending",
+]
+
+log = logging.getLogger("trizmq")
+
+#: frames at least this big are written from the caller's object, not copied
+BIG_FRAME = 64 * 1024
+#: scheduler passes a reader lets go by before it reads again after handing on a message
+LOOK_AGAIN_AFTER = 2
+
+_current_task = trio.lowlevel.current_task
+
+
+def _env_enabled() -> bool:
+    return os.environ.get("TRIZMQ_FASTPATH", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+#: the switch: False makes every socket entered afterwards run the portable path only
+ENABLED = _env_enabled()
+
+
+# -- the inlined cancellation check -------------------------------------------------------
+def _cancel_pending_inline() -> bool:
+    task = _current_task()
+    if task._cancel_status.effectively_cancelled or (
+        task is task._runner.main_task and task._runner.ki_pending
+    ):
+        return True
+    task._cancel_points += 1
+    return False
+
+
+def _probe_cancel_check() -> bool:
+    """Whether this trio has the fields ``checkpoint_if_cancelled`` reads and counts."""
+    try:
+        task = _current_task()
+        runner = task._runner
+        return (
+            isinstance(task._cancel_status.effectively_cancelled, bool)
+            and isinstance(runner.ki_pending, bool)
+            and runner.main_task is not None
+            and isinstance(task._cancel_points, int)
+        )
+    except AttributeError:
+        return False
+
+
+_PROBED: bool | None = None
+
+
+def cancel_pending() -> Callable[[], bool] | None:
+    """The inlined check, or None where the caller must await
+    ``trio.lowlevel.checkpoint_if_cancelled()`` (fast path off, or a trio whose
+    internals moved). The check returns True when the caller must await a
+    checkpoint (it is cancelled), and otherwise counts a cancel point as trio does.
+    Call it from inside a ``trio.run``.
+    """
+    global _PROBED
+    if not ENABLED:
+        return None
+    if _PROBED is None:
+        _PROBED = _probe_cancel_check()
+    return _cancel_pending_inline if _PROBED else None
+
+
+# -- direct socket I/O ----------------------------------------------------------------------
+class RawSocket:
+    """Non-blocking ``recv``/``send`` on a duplicate of a socket stream's descriptor.
+
+    The trio stream keeps owning the connection: waits are on the stream's own
+    descriptor (closing the stream wakes them with ``trio.ClosedResourceError``),
+    and :meth:`close` releases the duplicate. A second task may wait on the
+    duplicate (:meth:`wait_readable_too`) while the reader waits on the original;
+    :meth:`interrupt` ends that wait early.
+    """
+
+    __slots__ = ("_dup", "_fd", "_sock", "closed", "recv", "send")
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        tsock = stream.socket
+        self._fd = tsock.fileno()
+        dup = os.dup(self._fd)
+        try:
+            self._sock = socket.socket(tsock.family, tsock.type, tsock.proto, fileno=dup)
+        except BaseException:
+            os.close(dup)
+            raise
+        self._sock.setblocking(False)
+        self._dup = dup
+        #: True once :meth:`close` released the duplicate
+        self.closed = False
+        #: ``recv(max_bytes) -> bytes``; raises ``BlockingIOError`` when nothing is there
+        self.recv = self._sock.recv
+        #: ``send(data) -> int``; raises ``BlockingIOError`` when the kernel buffer is full
+        self.send = self._sock.send
+
+    @classmethod
+    def of(cls, stream: trio.abc.Stream) -> RawSocket | None:
+        """A :class:`RawSocket` for a POSIX socket stream, else None (use the stream)."""
+        if not ENABLED or os.name != "posix" or type(stream) is not trio.SocketStream:
+            return None
+        try:
+            return cls(stream)
+        except OSError:
+            return None
+
+    async def wait_readable(self) -> None:
+        """Park until the socket has data (or an EOF/error) to read."""
+        await trio.lowlevel.wait_readable(self._fd)
+
+    async def wait_writable(self) -> None:
+        """Park until the socket can take more data."""
+        await trio.lowlevel.wait_writable(self._fd)
+
+    async def wait_readable_too(self) -> None:
+        """Park until the socket has data, on the duplicate descriptor, so that one
+        task may wait here while another waits in :meth:`wait_readable`.
+
+        Raises ``trio.ClosedResourceError`` when :meth:`interrupt` or :meth:`close`
+        ends the wait.
+        """
+        if self.closed:
+            await trio.lowlevel.checkpoint()  # a caller that loops still yields
+            raise trio.ClosedResourceError("the connection has ended")
+        await trio.lowlevel.wait_readable(self._dup)
+
+    def interrupt(self) -> None:
+        """Wake a task parked in :meth:`wait_readable_too` (a no-op if none is)."""
+        if not self.closed:
+            trio.lowlevel.notify_closing(self._dup)
+
+    def close(self) -> None:
+        """Release the duplicate descriptor (the stream still owns the connection)."""
+        if not self.closed:
+            self.closed = True
+            trio.lowlevel.notify_closing(self._dup)
+            self._sock.close()
+
+    async def send_all(self, data: Any) -> None:
+        """Write all of ``data`` with direct calls, waiting only when blocked."""
+        view = memoryview(data)
+        send = self.send
+        while view:
+            try:
+                sent = send(view)
+            except BlockingIOError:
+                await self.wait_writable()
+                continue
+            view = view[sent:]
+
+
+class RawInput:
+    """A connection reader's reads on a :class:`RawSocket`.
+
+    A short read means the socket was drained, so the next read waits first; a full
+    read yields (a checkpoint) and reads again, so a flood never starves other tasks.
+    After handing on a message, it lets the woken task run and looks once more
+    before sleeping in epoll, as trio's own streams do after every call: a reply
+    written meanwhile is read without a wake-up from the kernel.
+    """
+
+    __slots__ = ("_fast", "_ready", "raw", "read_through")
+
+    def __init__(self, raw: RawSocket, read_through: ReadThrough, fast: FastPath) -> None:
+        self.raw = raw
+        self.read_through = read_through
+        self._fast = fast
+        self._ready = True
+
+    def start(self) -> None:
+        """Offer read-through to the socket's receiving tasks from now on."""
+        self._fast.readers[self.read_through.peer] = self.read_through
+
+    def stop(self) -> None:
+        """Withdraw read-through and release the duplicate descriptor."""
+        readers, peer = self._fast.readers, self.read_through.peer
+        if readers.get(peer) is self.read_through:
+            del readers[peer]
+        self.raw.close()
+
+    async def receive(self, ttl: float) -> bytes | bytearray | None:
+        """The next bytes (b"" at the end); None when ``ttl`` passed without any.
+
+        Raises :class:`InputEnded` when a receiving task already ended the connection.
+        """
+        read_through = self.read_through
+        raw = self.raw
+        deadline = trio.current_time() + ttl if ttl else None
+        while True:
+            if not self._ready:
+                if deadline is None:
+                    if read_through.waiting is not None:
+                        await read_through.stand_by()
+                        continue
+                    await raw.wait_readable()
+                else:
+                    with trio.move_on_at(deadline):
+                        await raw.wait_readable()
+                    if trio.current_time() >= deadline:
+                        return None
+            if read_through.ended:
+                raise InputEnded
+            try:
+                return raw.recv(RECEIVE_SIZE)
+            except BlockingIOError:
+                self._ready = False
+
+    async def after(self, size: int, pipe: Pipe) -> None:
+        """What follows a read of ``size`` bytes whose messages went to ``pipe``."""
+        self._ready = size == RECEIVE_SIZE
+        if self._ready:
+            await trio.lowlevel.checkpoint()
+        elif pipe:
+            for _ in range(LOOK_AGAIN_AFTER):
+                await trio.lowlevel.checkpoint()
+            self._ready = True
+
+
+class InputEnded(Exception):
+    """A receiving task reading the connection itself met its end first."""
+
+
+class RawOutput:
+    """A connection writer's writes on a :class:`RawSocket`, and its write-through."""
+
+    __slots__ = ("_encode_into", "_fast", "_idle", "_pipe", "actor", "direct", "raw")
+
+    def __init__(self, raw: RawSocket, actor: ConnectionActor, fast: FastPath) -> None:
+        self.raw = raw
+        self.actor = actor
+        self._fast = fast
+        self._pipe = actor.peer.out_pipe
+        self._idle = Waiters()
+        #: may the sending task write for this connection (unencrypted ones only)?
+        self.direct = not actor.codec.mechanism.encrypts
+        self._encode_into = actor.codec.message_encoder()
+
+    @property
+    def zero_copy(self) -> bool:
+        """Big frames go out from the sender's own object (unencrypted only)."""
+        return self.direct
+
+    async def write(self, data: Any) -> None:
+        """Write all of ``data``."""
+        await self.raw.send_all(data)
+
+    async def pause(self) -> None:
+        """Between two batches written at once: let other tasks run."""
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def idle(self) -> None:
+        """Wait for work; meanwhile the sending task may write through."""
+        pipe = self._pipe
+        if not self.direct:
+            await pipe.wait_readable()
+            return
+        self._fast.allowed = True
+        pipe.on_readable = self._on_work
+        try:
+            if not pipe:
+                await self._idle.park()
+        finally:
+            pipe.on_readable = None
+
+    def _on_work(self) -> None:
+        fast = self._fast
+        if fast.routing and fast.allowed:
+            fast.pending.append(self)
+        else:
+            self._idle.unpark_all()
+
+    def wake(self) -> None:
+        """Wake the idle writer: the work is its."""
+        self._idle.unpark_all()
+
+    @enable_ki_protection
+    def write_now(self) -> bool:
+        """Write the message just queued to the idle writer's empty pipe, from the
+        sending task; True when it went out whole and nothing else waits."""
+        pipe = self._pipe
+        item = pipe.peek()
+        cls = item.__class__
+        if cls is list:
+            frames = item
+        elif cls is Fanout:
+            frames = item.frames
+        else:
+            return False
+        if self.actor.codec.closed or len(frames[-1]) >= BIG_FRAME:
+            return False
+        self._fast.allowed = False
+        buf = bytearray()
+        self._encode_into(buf, frames)
+        try:
+            sent = self.raw.send(buf)
+        except OSError:  # BlockingIOError included: the writer meets it again
+            return False
+        if cls is Fanout and item.wire is None:
+            item.wire = bytes(buf)
+        pipe.popleft()
+        if sent < len(buf):
+            # the rest belongs to this connection only: never resent on another
+            pipe.unshift([bytes(buf[sent:])])
+            return False
+        return not pipe
+
+
+def encode_big(parts: list[Any], buf: bytearray, frames: Sequence[bytes]) -> None:
+    """Queue ``buf`` and a message with a big last frame into ``parts``, copying no
+    frame of :data:`BIG_FRAME` bytes or more."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        size = len(frame)
+        buf += frame_header(MORE if i < last else 0, size)
+        if size < BIG_FRAME:
+            buf += frame
+        else:
+            parts.append(buf)
+            parts.append(frame)
+            buf = bytearray()
+    if buf:
+        parts.append(buf)
+
+
+class FastPath:
+    """One socket's fast-path state: write-through and read-through.
+
+    ``allowed``: may the next message routed to an idle connection be written by the
+    sending task? Cleared by such a write; set again whenever the socket's tasks wait
+    or yield (:meth:`waited`) and when a writer goes idle. ``routing`` is True while
+    the socket's sending task routes a message (:meth:`route`): an idle writer that
+    gets work then leaves it to that task (``pending``) instead of waking.
+    """
+
+    __slots__ = ("allowed", "pending", "readers", "reading", "routing")
+
+    def __init__(self) -> None:
+        self.allowed = True
+        self.routing = False
+        self.pending: list[RawOutput] = []
+        #: peer -> the ReadThrough of its live connection
+        self.readers: dict[object, ReadThrough] = {}
+        #: the ReadThrough a receiving task of this socket waits in, if any
+        self.reading: ReadThrough | None = None
+
+    def waited(self) -> None:
+        """The socket's task waited or yielded: write-through may happen again."""
+        self.allowed = True
+
+    def route(self, send: Callable[[list[bytes]], bool], msg: list[bytes]) -> bool:
+        """``send(msg)`` (a strategy's routing), then write through what it queued for
+        an idle connection."""
+        self.routing = True
+        try:
+            return send(msg)
+        finally:
+            self.routing = False
+            if self.pending:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write each pending message, or leave it to its writer."""
+        pending, self.pending = self.pending, []
+        for output in pending:
+            if not (self.allowed and output.write_now()):
+                output.wake()
+
+    async def wait_to_recv(self, only: object, park: Callable[[], Awaitable[None]]) -> None:
+        """Park a receiving task: on ``only``'s connection (read-through) when it is the
+        socket's only peer and has nothing queued, else with ``park()``."""
+        reader = self.readers.get(only) if only is not None else None
+        if reader is None or reader.ended or reader.waiting is not None or reader.peer.in_pipe:
+            await park()
+            return
+        self.reading = reader
+        try:
+            await reader.wait()
+        except trio.ClosedResourceError:
+            return  # interrupted: look again
+        finally:
+            if reader.waiting is None:
+                self.reading = None
+        reader.read()
+
+    def interrupt(self) -> None:
+        """Something a receiver must see happened: end a read-through wait."""
+        reading = self.reading
+        if reading is not None:
+            reading.interrupt()
+
+
+class ReadThrough:
+    """A receiving task's way to read its only peer's connection itself.
+
+    The task waits on the connection's socket (:meth:`wait`) and reads and parses
+    what arrives (:meth:`read` does one turn of the reader's loop). The reader
+    stands by meanwhile (:meth:`stand_by`): were both parked on the socket, the
+    reader would wake for every message too and read it first half of the time.
+    Whenever the task stops waiting, for any reason, the reader looks at the socket
+    again unless the task waits once more, so one of them always watches. The end of
+    the stream, an error or a protocol violation met here ends the connection
+    exactly as the reader would.
+    """
+
+    __slots__ = ("_raw", "_reader", "actor", "ended", "peer", "waiting")
+
+    def __init__(self, actor: ConnectionActor, raw: RawSocket) -> None:
+        self.actor = actor
+        self.peer = actor.peer
+        self._raw = raw
+        #: set once :meth:`read` met the end of the connection: read it no more
+        self.ended = False
+        #: the receiving task parked in :meth:`wait`, if one is (one at a time)
+        self.waiting: trio.lowlevel.Task | None = None
+        self._reader = Waiters()
+
+    async def wait(self) -> None:
+        """Park until the connection has data; ``trio.ClosedResourceError`` when
+        :meth:`interrupt` is called or the connection ends meanwhile."""
+        task = _current_task()
+        self.waiting = task
+        try:
+            await self._raw.wait_readable_too()
+        finally:
+            if self.waiting is task:
+                self.waiting = None
+            self._reader.unpark_all()
+
+    def interrupt(self) -> None:
+        """Wake the task parked in :meth:`wait`; a no-op when none is."""
+        if self.waiting is not None:
+            self.waiting = None
+            self._raw.interrupt()
+
+    async def stand_by(self) -> None:
+        """The reader's wait while a receiving task waits on the socket for it."""
+        await self._reader.park()
+
+    @enable_ki_protection
+    def read(self) -> None:
+        """Read what the socket holds now and hand its messages on, as the reader
+        would (protected from ``KeyboardInterrupt``, like the reader: a Ctrl-C between
+        the read and the parse would lose bytes from the middle of the stream)."""
+        if self.ended:
+            return
+        actor = self.actor
+        try:
+            data = self._raw.recv(RECEIVE_SIZE)
+        except BlockingIOError:
+            return  # the reader was first
+        except OSError as exc:
+            actor.log_lost(exc)
+            self._end()
+            return
+        if not data:
+            actor.log_closed()
+            self._end()
+            return
+        actor.heard()
+        try:
+            actor.deliver(actor.codec.receive_data(data))
+        except ProtocolError as exc:
+            actor.refuse(exc)
+            self._end()
+
+    def _end(self) -> None:
+        self.ended = True
+        self.actor.close()

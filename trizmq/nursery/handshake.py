@@ -1,0 +1,143 @@
+"""The handshake of one stream connection, and the ZAP questions it asks.
+
+One job: drive a codec from its first bytes to traffic (greeting, mechanism
+commands, ZAP), over a trio stream, within ``handshake_ivl``.
+
+Rules:
+
+* The codec decides everything about the protocol; this module only moves its
+  bytes, answers its ZAP requests and stops at the first violation
+  (:class:`~trizmq.zmtp.ProtocolError`, raised to the connection actor).
+* ZAP (27/ZAP) is asked of the ``trio.run``'s :class:`~trizmq.Authenticator`.
+  Without one, as in libzmq 4.3, a CURVE server admits every client that completes
+  the handshake and a PLAIN server refuses every client. NULL asks only for sockets
+  with a ``zap_domain``.
+* A refusal is sent to the peer (the mechanism's ERROR) before the connection
+  closes, so that it backs off instead of reconnecting at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._zap import ZAP_VERSION, current_authenticator
+from ..zmtp import ProtocolError, ZapReply, ZapRequest, decode_metadata
+from ..zmtp.events import Cancel, Event, Join, Leave, PeerError, Subscribe
+
+if TYPE_CHECKING:
+    from .._options import Options
+    from ..transport.base import Codec
+    from .peers import Peer
+
+__all__ = ["RECEIVE_SIZE", "ConnectionLost", "Zap", "handshake"]
+
+#: bytes asked of each read
+RECEIVE_SIZE = 256 * 1024
+
+#: events of the first traffic that may arrive with the last handshake bytes
+_TRAFFIC = (Subscribe, Cancel, Join, Leave)
+_SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+class ConnectionLost(Exception):
+    """The peer closed the connection during the handshake."""
+
+
+class Zap:
+    """One socket's ZAP client: numbered requests to the run's authenticator."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        #: requests made so far (the next request's id)
+        self.requests = 0
+
+    def request(
+        self, mechanism: bytes, credentials: tuple[bytes, ...], peer: Peer
+    ) -> list[bytes]:
+        """The RFC 27 request frames for one handshake."""
+        self.requests += 1
+        address = peer.remote_address.rpartition(":")[0].strip("[]")
+        return [
+            ZAP_VERSION,
+            b"%d" % self.requests,
+            self.options.zap_domain.encode(),
+            address.encode(),
+            peer.identity,
+            mechanism,
+            *credentials,
+        ]
+
+    async def ask(self, request: ZapRequest, peer: Peer) -> ZapReply:
+        """The authenticator's answer; without one, CURVE admits and PLAIN refuses."""
+        handler = current_authenticator()
+        if handler is None:
+            await trio.lowlevel.checkpoint()
+            if request.mechanism == b"PLAIN":
+                return ZapReply("400", "no authenticator: a PLAIN server admits nobody")
+            return ZapReply("200", "OK")
+        reply = await handler.handle(self.request(request.mechanism, request.credentials, peer))
+        code = reply[2].decode("ascii", "replace") if len(reply) > 2 else "500"
+        text = reply[3].decode("utf-8", "replace") if len(reply) > 3 else ""
+        user_id = reply[4] if len(reply) > 4 else b""
+        try:
+            metadata = decode_metadata(reply[5]) if len(reply) > 5 and reply[5] else {}
+        except ProtocolError:
+            return ZapReply("500", "malformed metadata in the ZAP reply")
+        return ZapReply(code, text, user_id, metadata)
+
+    async def null_admits(self, peer: Peer) -> bool:
+        """NULL consults ZAP only for sockets with a zap_domain, as in libzmq."""
+        if self.options.security is not None or not self.options.zap_domain:
+            return True
+        handler = current_authenticator()
+        if handler is None:
+            return True
+        reply = await handler.handle(self.request(b"NULL", (), peer))
+        return len(reply) > 2 and reply[2] == b"200"
+
+
+async def _send_quietly(stream: trio.abc.Stream, data: bytes) -> None:
+    """Send a last word (a refusal) to a peer that may already be gone."""
+    with contextlib.suppress(*_SEND_ERRORS):
+        await stream.send_all(data)
+
+
+async def handshake(
+    stream: trio.abc.Stream, codec: Codec, peer: Peer, zap: Zap, limit: float | None
+) -> list[Event | list[bytes]]:
+    """Greeting, mechanism exchange and ZAP, within ``limit`` seconds.
+
+    Returns the traffic that arrived with the handshake's last bytes. Raises
+    ``ProtocolError`` (refused), ``trio.TooSlowError`` (too slow),
+    :class:`ConnectionLost` or a stream error (gone).
+    """
+    with trio.fail_after(limit if limit is not None else math.inf):
+        await stream.send_all(codec.start())
+        while True:
+            data = await stream.receive_some(RECEIVE_SIZE)
+            if not data:
+                raise ConnectionLost("peer closed the connection during the handshake")
+            events = codec.receive_data(data)
+            while codec.pending_zap is not None:
+                reply = await zap.ask(codec.pending_zap, peer)
+                try:
+                    events += codec.zap_reply(reply)
+                except ProtocolError:
+                    # the refusal's ERROR is queued: let the client read why
+                    await _send_quietly(stream, codec.data_to_send())
+                    raise
+            if codec.handshake_complete and not await zap.null_admits(peer):
+                await _send_quietly(stream, codec.data_to_send() + codec.encode_error("400"))
+                raise ProtocolError("ZAP refused the client (400)")
+            out = codec.data_to_send()
+            if out:
+                await stream.send_all(out)
+            for event in events:
+                if event.__class__ is PeerError:
+                    raise ProtocolError(f"peer sent ERROR: {event.reason}")
+            if codec.handshake_complete:
+                return [e for e in events if e.__class__ is list or e.__class__ in _TRAFFIC]

@@ -1,0 +1,112 @@
+"""The reader of one connection: bytes in, messages into the peer's incoming pipe.
+
+Strategy: every read is parsed whole and what it completed is handed on with one
+wake-up (:meth:`ConnectionActor.deliver`). A full incoming pipe stops the reader,
+which pushes back on the sender through the transport (TCP's window). A PING's
+TTL bounds only the wait for the next read, as in libzmq (any data clears it).
+Reads come from a :class:`StreamInput` (trio's stream calls) or, on the fast
+path, a :class:`~trizmq.nursery.fastpath.RawInput`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from ..zmtp import ProtocolError
+from .fastpath import InputEnded
+from .handshake import RECEIVE_SIZE
+
+if TYPE_CHECKING:
+    from ..zmtp.events import Event
+    from .connection import ConnectionActor
+    from .pipe import Pipe
+
+__all__ = ["Input", "StreamInput", "run_reader"]
+
+log = logging.getLogger("trizmq")
+
+STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+class Input(Protocol):
+    """Where a reader's bytes come from."""
+
+    def start(self) -> None:
+        """The handshake's leftovers are handed on: reading starts."""
+        ...
+
+    def stop(self) -> None:
+        """The connection ended."""
+        ...
+
+    async def receive(self, ttl: float) -> bytes | bytearray | None:
+        """The next bytes, b"" at the end, None when ``ttl`` (if not 0) passed."""
+        ...
+
+    async def after(self, size: int, pipe: Pipe) -> None:
+        """A read of ``size`` bytes was handed on to ``pipe``."""
+        ...
+
+
+class StreamInput:
+    """Reads with trio's stream calls: the portable path."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+
+    def start(self) -> None:
+        """Nothing to offer."""
+
+    def stop(self) -> None:
+        """Nothing to release."""
+
+    async def receive(self, ttl: float) -> bytes | bytearray | None:
+        """``receive_some``, bounded by ``ttl`` when given."""
+        if not ttl:
+            return await self._stream.receive_some(RECEIVE_SIZE)
+        with trio.move_on_after(ttl):
+            return await self._stream.receive_some(RECEIVE_SIZE)
+        return None
+
+    async def after(self, size: int, pipe: Pipe) -> None:
+        """trio's stream calls already yield after every read."""
+
+
+async def run_reader(actor: ConnectionActor, leftovers: list[Event | list[bytes]]) -> None:
+    """Read until the connection ends; leaves ``actor.outcome`` REFUSED for a protocol
+    violation."""
+    pipe = actor.peer.in_pipe
+    source = actor.input
+    codec = actor.codec
+    try:
+        actor.deliver(leftovers)
+        source.start()
+        while True:
+            if pipe.full:
+                # we stopped reading: the peer is not silent meanwhile
+                actor.paused = True
+                await pipe.wait_writable()
+                actor.paused = False
+                actor.heard()
+            ttl, actor.peer_ttl = actor.peer_ttl, 0.0
+            data = await source.receive(ttl)
+            if data is None:
+                log.warning("%s: heartbeat TTL of %ss expired, dropping", actor.where, ttl)
+                return
+            if not data:
+                actor.log_closed()
+                return
+            actor.heard()
+            actor.deliver(codec.receive_data(data))
+            await source.after(len(data), pipe)
+    except InputEnded:
+        return  # a receiving task met the end, logged it and ends the connection
+    except ProtocolError as exc:
+        actor.refuse(exc)
+    except STREAM_ERRORS as exc:
+        actor.log_lost(exc)

@@ -1,0 +1,220 @@
+"""The writer of one connection: the single owner of writes to its stream.
+
+Strategy: drain the peer's outgoing pipe into as few writes as possible. Messages
+are encoded into batches of up to :data:`WRITE_BATCH` bytes; a publisher's
+message queued to several connections (a :class:`Fanout`) is encoded once, by the
+first writer to meet it, and a run of them is joined at C speed. Commands
+(subscriptions, PING/PONG) are encoded by the codec. Writes go to an
+:class:`Output`: trio's ``send_all`` (:class:`StreamOutput`) or, on the fast path,
+direct system calls (:class:`~trizmq.nursery.fastpath.RawOutput`), which also
+writes big frames from the sender's own object and lets the sending task write
+while the writer is idle.
+
+Rule: the part of a message that one connection began to write belongs to that
+connection only: if it ends, the part is dropped, never resent on the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
+from trio.lowlevel import enable_ki_protection
+
+from ..patterns.sockets.base import Fanout
+from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
+from .fastpath import BIG_FRAME, encode_big
+from .reader import STREAM_ERRORS
+
+if TYPE_CHECKING:
+    from ..transport.base import Codec
+    from .connection import ConnectionActor
+    from .pipe import Pipe
+
+__all__ = ["WRITE_BATCH", "WRITE_ITEMS", "Output", "StreamOutput", "run_writer"]
+
+log = logging.getLogger("trizmq")
+
+#: the writer stops gathering messages into one write past this many bytes
+WRITE_BATCH = 64 * 1024
+#: the writer takes at most this many queued items for one write
+WRITE_ITEMS = 1024
+
+_COMMAND_ENCODERS: dict[type, Callable[[Codec, Any], bytes]] = {
+    Subscribe: lambda codec, cmd: codec.encode_subscribe(cmd.topic),
+    Cancel: lambda codec, cmd: codec.encode_cancel(cmd.topic),
+    Join: lambda codec, cmd: codec.encode_join(cmd.group),
+    Leave: lambda codec, cmd: codec.encode_leave(cmd.group),
+    Ping: lambda codec, cmd: codec.encode_ping(cmd.ttl, cmd.context),
+    Pong: lambda codec, cmd: codec.encode_pong(cmd.context),
+}
+
+
+class Output(Protocol):
+    """Where a writer's bytes go."""
+
+    @property
+    def zero_copy(self) -> bool:
+        """May big frames be written from the sender's own object?"""
+        ...
+
+    async def write(self, data: Any) -> None:
+        """Write all of ``data``."""
+        ...
+
+    async def pause(self) -> None:
+        """Between two batches: let other tasks run."""
+        ...
+
+    async def idle(self) -> None:
+        """Wait until the pipe has work."""
+        ...
+
+
+class StreamOutput:
+    """Writes with trio's ``send_all``: the portable path."""
+
+    __slots__ = ("_pipe", "_stream")
+
+    zero_copy = False
+
+    def __init__(self, stream: trio.abc.Stream, pipe: Pipe) -> None:
+        self._stream = stream
+        self._pipe = pipe
+
+    async def write(self, data: Any) -> None:
+        """``send_all``."""
+        await self._stream.send_all(data)
+
+    async def pause(self) -> None:
+        """``send_all`` already yields."""
+
+    async def idle(self) -> None:
+        """Park on the pipe."""
+        await self._pipe.wait_readable()
+
+
+def join_wires(
+    batch: list[Fanout], encode_into: Callable[[bytearray, Sequence[Any]], None]
+) -> bytes | None:
+    """The wire bytes of a batch of :class:`Fanout` items, encoding those no other
+    writer has; None when it holds more than two writes' worth (the general loop
+    takes it then)."""
+    wires = [item.wire for item in batch]
+    if None in wires:
+        for i, wire in enumerate(wires):
+            if wire is None:
+                buf = bytearray()
+                encode_into(buf, batch[i].frames)
+                wires[i] = batch[i].wire = bytes(buf)
+    if sum(map(len, wires)) > 2 * WRITE_BATCH:  # type: ignore[arg-type]
+        return None
+    return b"".join(wires)  # type: ignore[arg-type]
+
+
+class _Batcher:
+    """Turns queued items into buffers to write, for one connection."""
+
+    __slots__ = ("_big", "_codec", "_encode_into", "_pipe", "_share")
+
+    def __init__(self, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
+        self._codec = codec
+        self._pipe = pipe
+        self._encode_into = codec.message_encoder()
+        # a PUB's message for several subscribers is encoded once, unless encrypted
+        self._share = not codec.mechanism.encrypts
+        self._big = BIG_FRAME if zero_copy else math.inf
+
+    def next_parts(self) -> list[Any]:
+        """Take the next batch from the pipe; the buffers to write, in order."""
+        pipe = self._pipe
+        first = pipe.peek()
+        if self._share and first.__class__ is Fanout:
+            # a publisher's queue: a run of messages another writer has probably
+            # encoded already, joined at C speed; as many as a write of such takes
+            wire = first.wire
+            size = len(wire) if wire is not None else sum(map(len, first.frames))
+            batch = pipe.take(min(WRITE_ITEMS, WRITE_BATCH // (size + 1) + 1))
+            if all(item.__class__ is Fanout for item in batch):
+                joined = join_wires(batch, self._encode_into)
+                if joined is not None:
+                    return [joined]
+        else:
+            batch = pipe.take(WRITE_ITEMS)
+        return self._encode(batch)
+
+    def _encode(self, batch: list[Any]) -> list[Any]:
+        pipe, codec, encode_into = self._pipe, self._codec, self._encode_into
+        share, big = self._share, self._big
+        parts: list[Any] = []
+        buf = bytearray()
+        used = 0
+        for item in batch:
+            used += 1
+            cls = item.__class__
+            if cls is list:
+                if len(item[-1]) >= big:
+                    # written from the sender's own object, after this batch
+                    encode_big(parts, buf, item)
+                    buf = bytearray()
+                    break
+                encode_into(buf, item)
+            elif cls is Fanout:
+                if not share:
+                    encode_into(buf, item.frames)
+                elif item.wire is not None:
+                    buf += item.wire
+                else:
+                    start = len(buf)
+                    encode_into(buf, item.frames)
+                    item.wire = bytes(buf[start:])
+            elif cls is bytes:
+                # the rest of a message the sending task began to write itself
+                buf += item
+            else:
+                buf += _COMMAND_ENCODERS[cls](codec, item)
+            if len(buf) >= WRITE_BATCH:
+                break
+        if used < len(batch):
+            pipe.unshift(batch[used:])
+        if buf:
+            parts.append(buf)
+        return parts
+
+
+@enable_ki_protection
+async def run_writer(actor: ConnectionActor) -> None:
+    """Write the peer's queue until the connection ends (then end it)."""
+    peer = actor.peer
+    pipe = peer.out_pipe
+    output = actor.output
+    batcher = _Batcher(actor.codec, pipe, output.zero_copy)
+    try:
+        while True:
+            if not pipe:
+                peer.writing = False
+                if actor.runtime.closing:
+                    actor.runtime.peers.flush_lot.unpark_all()
+                await output.idle()
+                continue
+            if actor.codec.closed:
+                # the reader ended the connection (peer ERROR, protocol error) before
+                # our cancellation arrived: leave the queue for the next connection
+                return
+            peer.writing = True
+            for part in batcher.next_parts():
+                await output.write(part)
+            if pipe:
+                # more to write at once: let other tasks run first
+                await output.pause()
+    except STREAM_ERRORS as exc:
+        log.debug("%s: write failed: %s", actor.where, exc)
+    finally:
+        peer.writing = False
+        if pipe and pipe.peek().__class__ is bytes:
+            # half a message belongs to this connection only: never resend it
+            pipe.popleft()
+        actor.close()

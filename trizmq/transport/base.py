@@ -1,0 +1,376 @@
+"""What a transport is, and the one table from scheme to transport.
+
+Two kinds of transport, one protocol each:
+
+* a :class:`StreamTransport` (tcp, ipc; later ws, wss, tls) carries bytes: it parses
+  its endpoints, listens and connects, handing the runtime plain
+  :class:`trio.abc.Stream` objects, and names the :class:`Codec` that frames its bytes
+  (ZMTP unless it says otherwise);
+* a :class:`MessageTransport` (inproc, udp) carries whole messages with no byte
+  stream: it binds and connects by giving the socket's runtime (a :class:`LinkHost`)
+  peers whose queues it fills and drains itself.
+
+Rules:
+
+* One table, :func:`transport_for`, is what :func:`parse_endpoint` and the runtime
+  both use: no code outside this package asks which transport an endpoint has.
+  ``trizmq.transport`` registers the built-in transports; :func:`register_transport`
+  is the public seam for another one (a test transport, a new scheme).
+* A ``trio.run`` may put transports of its own in front of the table for its
+  schemes (:data:`run_transports`): ``trizmq.testing``'s virtual network does, so
+  that tcp and ipc go through memory on trio's clock.
+* A transport never starts tasks of its own accord: whatever must run, it asks the
+  :class:`LinkHost` (the socket's nursery) to run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+import trio
+
+from .._errors import EndpointError
+
+if TYPE_CHECKING:
+    from .._monitor import MonitorEvent
+    from .._options import Options
+    from ..nursery.peers import Peer
+    from ..zmtp.events import Event
+    from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
+
+__all__ = [
+    "Codec",
+    "Endpoint",
+    "LinkHost",
+    "Listener",
+    "MessageBinding",
+    "MessageTransport",
+    "StreamTransport",
+    "Transport",
+    "parse_endpoint",
+    "register_transport",
+    "run_transports",
+    "schemes",
+    "transport_for",
+    "zmtp_codec",
+]
+
+
+@attrs.frozen(slots=True)
+class Endpoint:
+    """A validated endpoint; build it with :func:`parse_endpoint`."""
+
+    transport: str
+    address: str
+    host: str | None = None
+    port: int | None = None
+    path: str | None = None
+    #: udp multicast only: the interface (name, address or ``*``) before the ``;``
+    interface: str | None = None
+
+    def __str__(self) -> str:
+        if self.host is not None and self.port is not None:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            iface = f"{self.interface};" if self.interface is not None else ""
+            path = self.path or ""
+            return f"{self.transport}://{iface}{host}:{self.port}{path}"
+        return f"{self.transport}://{self.address}"
+
+
+class Listener(Protocol):
+    """A bound endpoint that accepts incoming byte streams."""
+
+    #: The endpoint actually bound, wildcards resolved (``tcp://127.0.0.1:40123``).
+    endpoint: str
+
+    async def accept(self) -> tuple[trio.abc.Stream, str]:
+        """Wait for the next peer: its stream and address text (``""`` for ipc)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop listening and release the address; idempotent."""
+        ...
+
+
+class Codec(Protocol):
+    """The framing of one connection's bytes, sans I/O (``trizmq.zmtp.Connection``).
+
+    The runtime feeds it what it reads and writes what it returns; it never
+    awaits. The handshake produces bytes in an outbox (:meth:`data_to_send`) and may
+    stop for an authentication answer (:attr:`pending_zap`, :meth:`zap_reply`).
+    """
+
+    @property
+    def handshake_complete(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def in_message(self) -> bool: ...
+
+    @property
+    def pending_zap(self) -> ZapRequest | None: ...
+
+    @property
+    def mechanism(self) -> Mechanism: ...
+
+    @property
+    def peer_socket_type(self) -> str: ...
+
+    @property
+    def peer_identity(self) -> bytes: ...
+
+    @property
+    def peer_version(self) -> tuple[int, int]: ...
+
+    def start(self) -> bytes:
+        """The first bytes to send (the greeting)."""
+        ...
+
+    def data_to_send(self) -> bytes:
+        """What the protocol itself wants sent now (handshake commands)."""
+        ...
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event | list[bytes]]:
+        """Consume bytes; every event and message they completed, in order."""
+        ...
+
+    def zap_reply(self, reply: ZapReply) -> list[Event | list[bytes]]:
+        """Resume the handshake with the authenticator's answer."""
+        ...
+
+    def message_encoder(self) -> Callable[[bytearray, Sequence[Any]], None]:
+        """A function appending one message's wire form to a buffer."""
+        ...
+
+    def encode_subscribe(self, topic: bytes) -> bytes: ...
+
+    def encode_cancel(self, topic: bytes) -> bytes: ...
+
+    def encode_join(self, group: bytes) -> bytes: ...
+
+    def encode_leave(self, group: bytes) -> bytes: ...
+
+    def encode_ping(self, ttl: float, context: bytes = b"") -> bytes: ...
+
+    def encode_pong(self, context: bytes) -> bytes: ...
+
+    def encode_error(self, reason: str) -> bytes: ...
+
+
+@runtime_checkable
+class StreamTransport(Protocol):
+    """A transport of bytes: endpoints, listeners, outgoing streams and their codec."""
+
+    #: the endpoint scheme, ``"tcp"``
+    scheme: str
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """The endpoint ``text`` (whose part after ``://`` is ``address``);
+        :class:`EndpointError` naming the problem."""
+        ...
+
+    async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
+        """Bind ``endpoint``; ``OSError`` naming it when the system refuses."""
+        ...
+
+    async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
+        """A stream to ``endpoint``; every failure to reach the peer is ``OSError``."""
+        ...
+
+    def codec(self, socket_type: str, options: Options) -> Codec:
+        """A fresh codec for one connection of a socket of ``socket_type``."""
+        ...
+
+
+class MessageBinding(Protocol):
+    """What a message transport's bind or connect leaves behind: closable."""
+
+    #: the endpoint, resolved
+    endpoint: str
+
+    @property
+    def peer(self) -> Peer | None:
+        """The peer it made, if it made one (a connect's)."""
+        ...
+
+    @property
+    def ended(self) -> bool:
+        """True when its peers left already (a refused link)."""
+        ...
+
+    def holds(self, peer: Peer) -> bool:
+        """Whether ``peer`` came from this bind or connect."""
+        ...
+
+    async def aclose(self) -> None:
+        """Undo the bind or connect: its peers leave."""
+        ...
+
+
+class LinkHost(Protocol):
+    """The runtime of one socket, as a message transport sees it."""
+
+    socket_type: str
+    identity: bytes
+    options: Options
+
+    def new_link_peer(
+        self,
+        endpoint: str,
+        *,
+        out_hwm: int = 0,
+        in_hwm: int = 0,
+        across: Peer | None = None,
+        datagram: bool = False,
+        shared_queue: bool = False,
+    ) -> Peer:
+        """A NEW peer of this socket over new queues bounded by ``out_hwm``/``in_hwm``
+        (0: unbounded), or over ``across``'s queues swapped (the other end of an
+        inproc link). ``datagram``: no ZMTP under it (udp: no commands);
+        ``shared_queue``: another socket reads its outgoing queue (inproc)."""
+        ...
+
+    def attach(self, peer: Peer) -> bool:
+        """Route to and from ``peer`` (it waits for its link); False if refused."""
+        ...
+
+    def link_up(self, peer: Peer, peer_type: str, identity: bytes) -> None:
+        """``peer``'s link is live: the other end is of ``peer_type`` and ``identity``."""
+        ...
+
+    def link_down(self, peer: Peer) -> None:
+        """``peer``'s link is gone for good."""
+        ...
+
+    async def run_task(
+        self, task: Callable[[trio.TaskStatus[trio.CancelScope]], Awaitable[None]]
+    ) -> trio.CancelScope:
+        """Run ``task`` in the socket's nursery; its cancel scope once it started."""
+        ...
+
+    def emit(self, event: MonitorEvent) -> None:
+        """Report a monitor event."""
+        ...
+
+    def flushed(self) -> None:
+        """A queue may have drained (a closing socket looks again)."""
+        ...
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add to a counter shown in the socket's statistics."""
+        ...
+
+
+@runtime_checkable
+class MessageTransport(Protocol):
+    """A transport of whole messages, with no bytes and no codec (inproc, udp)."""
+
+    scheme: str
+
+    def parse(self, text: str, address: str, *, for_bind: bool) -> Endpoint:
+        """As :meth:`StreamTransport.parse`."""
+        ...
+
+    async def bind(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+        """Bind ``endpoint`` for ``host``; its peers come and go through ``host``."""
+        ...
+
+    async def connect(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+        """Connect ``host`` to ``endpoint``."""
+        ...
+
+
+Transport = StreamTransport | MessageTransport
+
+#: scheme -> transport: the one table (filled by ``trizmq.transport``)
+_TRANSPORTS: dict[str, Transport] = {}
+
+#: transports the current ``trio.run`` puts in front of the table, by scheme
+run_transports: trio.lowlevel.RunVar[Mapping[str, Transport] | None] = trio.lowlevel.RunVar(
+    "trizmq_run_transports", default=None
+)
+
+#: schemes libzmq knows and trizmq does not: a clearer message than "unknown"
+_NOT_SUPPORTED = frozenset({"pgm", "epgm", "norm", "ws", "wss", "tipc", "vmci", "vsock"})
+
+
+def zmtp_codec(socket_type: str, options: Options) -> Codec:
+    """The ZMTP 3.x codec (greeting, mechanism, frames): what byte streams speak
+    unless their transport names another."""
+    from ..zmtp import Connection
+
+    security = options.security
+    return Connection(
+        socket_type,
+        identity=options.routing_id or b"",
+        maxmsgsize=options.maxmsgsize,
+        mechanism=security.mechanism() if security is not None else None,
+    )
+
+
+def register_transport(transport: Transport) -> None:
+    """Add ``transport`` to the table under its scheme (replacing one of that scheme)."""
+    if not isinstance(transport, (StreamTransport, MessageTransport)):
+        raise TypeError(f"{transport!r} is neither a StreamTransport nor a MessageTransport")
+    _TRANSPORTS[transport.scheme] = transport
+
+
+def schemes() -> list[str]:
+    """The registered schemes, in the order they were registered."""
+    return list(_TRANSPORTS)
+
+
+def transport_for(scheme: str) -> Transport:
+    """The transport of ``scheme`` in the current context; ``EndpointError`` if none."""
+    try:
+        local = run_transports.get()
+    except RuntimeError:  # outside trio.run
+        local = None
+    if local is not None:
+        found = local.get(scheme)
+        if found is not None:
+            return found
+    try:
+        return _TRANSPORTS[scheme]
+    except KeyError:
+        raise EndpointError(f"unknown transport {scheme!r}") from None
+
+
+def parse_endpoint(text: object, *, for_bind: bool) -> Endpoint:
+    """Parse *text* as an endpoint for ``bind`` (``for_bind=True``) or ``connect``.
+
+    Raises :class:`EndpointError` (a ``ValueError``) naming the endpoint and the
+    problem; host names are not resolved here.
+    """
+    if not isinstance(text, str):
+        raise EndpointError(
+            f"endpoint {text!r} is not a string (got {type(text).__name__}); "
+            "expected text like 'tcp://127.0.0.1:5555'"
+        )
+    scheme, sep, address = text.partition("://")
+    if not sep:
+        raise EndpointError(
+            f"endpoint {text!r} has no '://' separator; expected 'transport://address'"
+        )
+    if not scheme:
+        raise EndpointError(f"endpoint {text!r} has no transport before '://'")
+    transport = _TRANSPORTS.get(scheme)
+    if transport is None:
+        supported = ", ".join(schemes())
+        if scheme.lower() in _NOT_SUPPORTED:
+            raise EndpointError(
+                f"endpoint {text!r}: transport {scheme!r} is not supported by trizmq "
+                f"(supported: {supported})"
+            )
+        raise EndpointError(
+            f"endpoint {text!r}: unknown transport {scheme!r} (supported: {supported})"
+        )
+    if not address:
+        raise EndpointError(f"endpoint {text!r} has an empty address after '://'")
+    if "\x00" in address:
+        raise EndpointError(f"endpoint {text!r} contains a NUL character")
+    return transport.parse(text, address, for_bind=for_bind)
