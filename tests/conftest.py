@@ -32,8 +32,20 @@ def _bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "fastpath: tests an optimisation of trizmq.nursery.fastpath; skipped when the fast "
+        "path is switched off (TRIZMQ_FASTPATH=0), as the portable run of the suite does",
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from trizmq.nursery import fastpath
+
     for item in items:
+        if not fastpath.ENABLED and item.get_closest_marker("fastpath") is not None:
+            item.add_marker(pytest.mark.skip(reason="the fast path is off (TRIZMQ_FASTPATH=0)"))
         fn = getattr(item, "obj", None)
         if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(fn):
             item.obj = _bounded(fn)

@@ -46,6 +46,7 @@ YIELD_EVERY = 128
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _checkpoint = trio.lowlevel.checkpoint
+_current_task = trio.lowlevel.current_task
 
 
 def _frame(data: object) -> bytes:
@@ -126,8 +127,10 @@ class Socket:
             await self._nursery_manager.__aexit__(None, None, None)
             raise
         if fastpath.ENABLED:
-            self._fast = fastpath.FastPath()
+            self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
             self._cancel_pending = fastpath.cancel_pending()
+            # receivers wait the fast path's way (read-through)
+            self._wait_to_recv = self._fast.wait_to_recv  # type: ignore[method-assign]
         self._runtime = SocketRuntime(
             self.socket_type,
             self._options,
@@ -256,8 +259,8 @@ class Socket:
     def _wake_receivers(self) -> None:
         self._recv_lot.unpark_all()  # a no-op with nobody parked
         fast = self._fast
-        if fast is not None:
-            fast.interrupt()
+        if fast is not None and fast.reading is not None:
+            fast.reading.interrupt()
 
     def _wake_senders(self) -> None:
         if self._send_lot:
@@ -277,14 +280,10 @@ class Socket:
         await self._send_lot.park()
 
     async def _wait_to_recv(self) -> None:
-        """Park until a message may be there (on the fast path, perhaps reading the only
-        peer's connection meanwhile: read-through)."""
-        fast = self._fast
-        if fast is None:
-            await self._recv_lot.park()
-            return
-        fast.waited()
-        await fast.wait_to_recv(self._strategy.inbound.only, self._recv_lot.park)
+        """Park until a message may be there (on the fast path, this is the fast path's
+        wait instead, which may read the only peer's connection meanwhile: see
+        :meth:`__aenter__`)."""
+        await self._recv_lot.park()
 
     # -- sending ---------------------------------------------------------------------------
     def _check_send(self) -> None:
@@ -305,32 +304,36 @@ class Socket:
             raise ValueError("a message needs at least one frame")
         return msg
 
-    def _send_raw_nowait(self, msg: list[bytes]) -> None:
-        """Route one message in the strategy's form, or raise ``trio.WouldBlock``."""
+    def _route(self, msg: list[bytes]) -> bool:
+        """The core of every send: hand one message in the strategy's form to the
+        strategy; False where it would block. On the fast path, a message routed to
+        an idle connection may then be written by this task (write-through)."""
         if not self._sendable:
             self._check_send()
         fast = self._fast
-        if not (
-            self._strategy.send(msg) if fast is None else fast.route(self._strategy.send, msg)
-        ):
+        if fast is None or not fast.armed:
+            return self._strategy.send(msg)
+        return fast.route(self._strategy.send, msg)
+
+    def _send_raw_nowait(self, msg: list[bytes]) -> None:
+        """Send one message in the strategy's form, or raise ``trio.WouldBlock``."""
+        if not self._route(msg):
             raise trio.WouldBlock
 
     async def _send_raw(self, msg: list[bytes]) -> None:
-        """Route one message, waiting as the pattern says: the async form of
-        :meth:`_send_raw_nowait`, the send path of every send but :meth:`send_many`."""
-        # the cancellation half of a checkpoint, inlined: a call would cost a coroutine
-        pending = self._cancel_pending
-        if pending is None:
+        """Send one message in the strategy's form, waiting as the pattern says."""
+        # the cancellation half of a checkpoint (a call would cost a coroutine)
+        if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        elif pending():
-            await _checkpoint()
-        while True:
-            try:
-                self._send_raw_nowait(msg)
-            except trio.WouldBlock:
-                await self._wait_to_send()
-                continue
-            break
+        else:
+            task = _current_task()
+            if task._cancel_status.effectively_cancelled or (
+                task is task._runner.main_task and task._runner.ki_pending
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+        while not self._route(msg):
+            await self._wait_to_send()
         self._ops += 1
         if self._ops >= YIELD_EVERY:
             await self._yield_turn()
@@ -365,7 +368,30 @@ class Socket:
             msg, self._outgoing = [*self._outgoing, frame], []
         else:
             msg = [frame]
-        await self._send_raw(msg)
+        # _send_raw and _route inlined: the single-frame send is the hottest path there is
+        if self._cancel_pending is None:
+            await _checkpoint_if_cancelled()
+        else:
+            task = _current_task()
+            if task._cancel_status.effectively_cancelled or (
+                task is task._runner.main_task and task._runner.ki_pending
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+        strategy, fast = self._strategy, self._fast
+        while True:
+            # _route, inlined
+            if not self._sendable:
+                self._check_send()
+            if fast is None or not fast.armed:
+                if strategy.send(msg):
+                    break
+            elif fast.route(strategy.send, msg):
+                break
+            await self._wait_to_send()
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
 
     async def send_many(self, messages: Iterable[Iterable[Any]]) -> int:
         """Send whole messages in order; return how many were sent.
@@ -380,13 +406,8 @@ class Socket:
         count = 0
         for frames in messages:
             msg = self._prepare(frames)
-            while True:
-                try:
-                    self._send_raw_nowait(msg)
-                except trio.WouldBlock:
-                    await self._wait_to_send()
-                    continue
-                break
+            while not self._route(msg):
+                await self._wait_to_send()
             count += 1
         if self._fast is not None:
             self._fast.waited()
@@ -405,30 +426,33 @@ class Socket:
                 f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
             )
 
-    def _recv_raw_nowait(self) -> list[bytes]:
-        """The next message in the strategy's own form, or ``trio.WouldBlock``."""
+    def _take(self) -> list[bytes] | None:
+        """The core of every receive: the next message in the strategy's own form
+        (routing id or group first), or None where it would block."""
         if not self._recvable:
             self._check_recv()
-        msg = self._strategy.recv()
+        return self._strategy.recv()
+
+    def _recv_raw_nowait(self) -> list[bytes]:
+        """The next message in the strategy's own form, or ``trio.WouldBlock``."""
+        msg = self._take()
         if msg is None:
             raise trio.WouldBlock
         return msg
 
     async def _recv_raw(self) -> list[bytes]:
-        """The next message in the strategy's own form (routing id or group first): the
-        async form of :meth:`_recv_raw_nowait`, the receive path of every receive."""
-        pending = self._cancel_pending
-        if pending is None:
+        """The next message in the strategy's own form, waiting for one."""
+        if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        elif pending():
-            await _checkpoint()
-        while True:
-            try:
-                msg = self._recv_raw_nowait()
-            except trio.WouldBlock:
-                await self._wait_to_recv()
-                continue
-            break
+        else:
+            task = _current_task()
+            if task._cancel_status.effectively_cancelled or (
+                task is task._runner.main_task and task._runner.ki_pending
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+        while (msg := self._take()) is None:
+            await self._wait_to_recv()
         self._ops += 1
         if self._ops >= YIELD_EVERY:
             await self._yield_turn()
@@ -471,7 +495,26 @@ class Socket:
         if self._incoming:
             await trio.lowlevel.checkpoint()
         else:
-            msg = await self._recv_raw()
+            # _recv_raw, inlined: the single-frame receive is the hottest path there is
+            if self._cancel_pending is None:
+                await _checkpoint_if_cancelled()
+            else:
+                task = _current_task()
+                if task._cancel_status.effectively_cancelled or (
+                    task is task._runner.main_task and task._runner.ki_pending
+                ):
+                    await _checkpoint()
+                task._cancel_points += 1
+            while True:
+                if not self._recvable:
+                    self._check_recv()
+                msg = self._strategy.recv()
+                if msg is not None:
+                    break
+                await self._wait_to_recv()
+            self._ops += 1
+            if self._ops >= YIELD_EVERY:
+                await self._yield_turn()
             if self._own_frames:
                 msg = self._frames_of(msg)
             if len(msg) == 1:

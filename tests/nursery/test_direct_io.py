@@ -24,7 +24,9 @@ from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath import FastPath, RawOutput, RawSocket
 from trizmq.nursery.peers import Peer
 from trizmq.nursery.pipe import Pipe
+from trizmq.nursery.waiters import Waiters
 from trizmq.nursery.writer import run_writer
+from trizmq.patterns.routing import FairQueue
 
 TRANSPORTS = ["tcp", "ipc"]
 
@@ -37,6 +39,7 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.fastpath
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_write_through_under_back_pressure_keeps_messages_whole(
     transport: str, monkeypatch: pytest.MonkeyPatch
@@ -166,6 +169,7 @@ async def test_no_descriptor_leaks_across_connections() -> None:
             assert open_fds() <= before
 
 
+@pytest.mark.fastpath
 async def test_raw_socket_only_for_os_socket_streams() -> None:
     """Anything but a POSIX trio.SocketStream keeps trio's stream calls."""
     left, _right = trio.testing.memory_stream_pair()
@@ -284,7 +288,7 @@ async def test_half_written_message_is_dropped_when_its_connection_ends() -> Non
     peer = Peer("tcp://test", out_pipe, Pipe(100))
     conn = _FakeConn()
     raw = _HalfSocket()
-    fast = FastPath()
+    fast = FastPath(FairQueue(), Waiters())
     actor = _FakeActor(peer, conn, raw, fast)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:

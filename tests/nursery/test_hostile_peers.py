@@ -422,6 +422,7 @@ ONLY_PEER_CASES = {
 }
 
 
+@pytest.mark.fastpath
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("case", sorted(ONLY_PEER_CASES))
 async def test_only_peer_misbehaving_while_a_task_reads_it(

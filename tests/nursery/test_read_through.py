@@ -26,6 +26,8 @@ from trizmq.nursery.fastpath import ReadThrough
 
 TRANSPORTS = ["tcp", "ipc"]
 
+pytestmark = pytest.mark.fastpath
+
 
 def bind_address(transport: str) -> str:
     return "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"

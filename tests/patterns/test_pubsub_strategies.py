@@ -54,6 +54,13 @@ class FakePipe:
     def poll(self) -> Any:
         return self.items.popleft() if self.items else None
 
+    def poll_message(self) -> Any:
+        while self.items:
+            item = self.items.popleft()
+            if isinstance(item, list):
+                return item
+        return None
+
     def drain(self) -> list[Any]:
         batch = list(self.items)
         self.items.clear()

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -48,6 +48,7 @@ from .handshake import RECEIVE_SIZE
 from .waiters import Waiters
 
 if TYPE_CHECKING:
+    from ..patterns.routing import FairQueue
     from .connection import ConnectionActor
     from .pipe import Pipe
 
@@ -284,7 +285,7 @@ class InputEnded(Exception):
 class RawOutput:
     """A connection writer's writes on a :class:`RawSocket`, and its write-through."""
 
-    __slots__ = ("_encode_into", "_fast", "_idle", "_pipe", "actor", "direct", "raw")
+    __slots__ = ("_encode_into", "_fast", "_idle", "_parked", "_pipe", "actor", "direct", "raw")
 
     def __init__(self, raw: RawSocket, actor: ConnectionActor, fast: FastPath) -> None:
         self.raw = raw
@@ -292,6 +293,8 @@ class RawOutput:
         self._fast = fast
         self._pipe = actor.peer.out_pipe
         self._idle = Waiters()
+        #: True while the writer is parked idle, counted in ``FastPath.idle``
+        self._parked = False
         #: may the sending task write for this connection (unencrypted ones only)?
         self.direct = not actor.codec.mechanism.encrypts
         self._encode_into = actor.codec.message_encoder()
@@ -315,31 +318,50 @@ class RawOutput:
         if not self.direct:
             await pipe.wait_readable()
             return
-        self._fast.allowed = True
+        if pipe:
+            await trio.lowlevel.checkpoint()
+            return
+        fast = self._fast
+        fast.idle += 1
+        fast.allowed = fast.armed = True
+        self._parked = True
         pipe.on_readable = self._on_work
         try:
-            if not pipe:
-                await self._idle.park()
+            await self._idle.park()
         finally:
             pipe.on_readable = None
+            if self._parked:  # cancelled: nobody woke us
+                self._unpark()
 
     def _on_work(self) -> None:
         fast = self._fast
         if fast.routing and fast.allowed:
             fast.pending.append(self)
         else:
-            self._idle.unpark_all()
+            self.wake()
+
+    def _unpark(self) -> None:
+        self._parked = False
+        fast = self._fast
+        fast.idle -= 1
+        fast.armed = fast.allowed and fast.idle > 0
 
     def wake(self) -> None:
-        """Wake the idle writer: the work is its."""
-        self._idle.unpark_all()
+        """Wake the idle writer: the work is its (it is idle no more)."""
+        if self._parked:
+            self._unpark()
+            self._idle.unpark_all()
 
     @enable_ki_protection
     def write_now(self) -> bool:
         """Write the message just queued to the idle writer's empty pipe, from the
-        sending task; True when it went out whole and nothing else waits."""
-        pipe = self._pipe
-        item = pipe.peek()
+        sending task; True when it went out whole and nothing else waits.
+
+        It works on the pipe's deque directly: the item came and goes within one
+        routing step, so no wake-up is owed to anyone for it.
+        """
+        items = self._pipe._items
+        item = items[0]
         cls = item.__class__
         if cls is list:
             frames = item
@@ -349,7 +371,7 @@ class RawOutput:
             return False
         if self.actor.codec.closed or len(frames[-1]) >= BIG_FRAME:
             return False
-        self._fast.allowed = False
+        self._fast.allowed = self._fast.armed = False
         buf = bytearray()
         self._encode_into(buf, frames)
         try:
@@ -358,12 +380,12 @@ class RawOutput:
             return False
         if cls is Fanout and item.wire is None:
             item.wire = bytes(buf)
-        pipe.popleft()
         if sent < len(buf):
             # the rest belongs to this connection only: never resent on another
-            pipe.unshift([bytes(buf[sent:])])
+            items[0] = bytes(buf[sent:])
             return False
-        return not pipe
+        items.popleft()
+        return not items
 
 
 def encode_big(parts: list[Any], buf: bytearray, frames: Sequence[bytes]) -> None:
@@ -388,15 +410,34 @@ class FastPath:
 
     ``allowed``: may the next message routed to an idle connection be written by the
     sending task? Cleared by such a write; set again whenever the socket's tasks wait
-    or yield (:meth:`waited`) and when a writer goes idle. ``routing`` is True while
-    the socket's sending task routes a message (:meth:`route`): an idle writer that
-    gets work then leaves it to that task (``pending``) instead of waking.
+    or yield (:meth:`waited`) and when a writer goes idle. ``armed`` is True while
+    it is allowed and some writer is idle: the one thing a send looks at before it
+    routes through :meth:`route`. ``routing`` is True while the socket's sending task
+    routes a message: an idle writer that gets work then leaves it to that task
+    (``pending``) instead of waking.
     """
 
-    __slots__ = ("allowed", "pending", "readers", "reading", "routing")
+    __slots__ = (
+        "_inbound",
+        "_park",
+        "allowed",
+        "armed",
+        "idle",
+        "pending",
+        "readers",
+        "reading",
+        "routing",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, inbound: FairQueue[Any], receivers: Waiters) -> None:
+        #: the socket's fair queue (its ``only`` peer may be read through)
+        self._inbound = inbound
+        #: how a receiving task parks when it cannot read through
+        self._park = receivers.park
         self.allowed = True
+        self.armed = False
+        #: writers idle right now that the sending task may write for
+        self.idle = 0
         self.routing = False
         self.pending: list[RawOutput] = []
         #: peer -> the ReadThrough of its live connection
@@ -407,6 +448,7 @@ class FastPath:
     def waited(self) -> None:
         """The socket's task waited or yielded: write-through may happen again."""
         self.allowed = True
+        self.armed = self.idle > 0
 
     def route(self, send: Callable[[list[bytes]], bool], msg: list[bytes]) -> bool:
         """``send(msg)`` (a strategy's routing), then write through what it queued for
@@ -417,21 +459,22 @@ class FastPath:
         finally:
             self.routing = False
             if self.pending:
-                self.flush()
+                # write each pending message, or leave it to its writer
+                pending, self.pending = self.pending, []
+                for output in pending:
+                    if not (self.allowed and output.write_now()):
+                        output.wake()
 
-    def flush(self) -> None:
-        """Write each pending message, or leave it to its writer."""
-        pending, self.pending = self.pending, []
-        for output in pending:
-            if not (self.allowed and output.write_now()):
-                output.wake()
-
-    async def wait_to_recv(self, only: object, park: Callable[[], Awaitable[None]]) -> None:
-        """Park a receiving task: on ``only``'s connection (read-through) when it is the
-        socket's only peer and has nothing queued, else with ``park()``."""
+    async def wait_to_recv(self) -> None:
+        """Park a receiving task: on its only peer's connection (read-through) when that
+        has nothing queued, else with the socket's receivers. Write-through may happen
+        again afterwards (the socket waited)."""
+        self.allowed = True
+        self.armed = self.idle > 0
+        only = self._inbound.only
         reader = self.readers.get(only) if only is not None else None
         if reader is None or reader.ended or reader.waiting is not None or reader.peer.in_pipe:
-            await park()
+            await self._park()
             return
         self.reading = reader
         try:
@@ -517,7 +560,7 @@ class ReadThrough:
             actor.log_closed()
             self._end()
             return
-        actor.heard()
+        actor.answer_deadline = None  # heard from the peer (heartbeats)
         try:
             actor.deliver(actor.codec.receive_data(data))
         except ProtocolError as exc:

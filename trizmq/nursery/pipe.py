@@ -116,6 +116,19 @@ class Pipe:
             self._became_writable()
         return item
 
+    def poll_message(self) -> list[bytes] | None:
+        """Remove and return the oldest message, dropping any command before it; None
+        when there is none (a receive's one-peer shortcut)."""
+        items = self._items
+        while items:
+            item = items.popleft()
+            hwm = self.hwm
+            if hwm and len(items) == hwm - 1:
+                self._became_writable()
+            if item.__class__ is list:
+                return item
+        return None
+
     def extend(self, batch: Iterable[Any]) -> None:
         """Append a batch at once, with at most one wake-up."""
         items = self._items
@@ -177,7 +190,8 @@ class Pipe:
         self._writers.unpark_all()
 
     def _became_readable(self) -> None:
-        self._readers.unpark_all()  # a no-op with nobody parked
+        if self._readers._tasks:
+            self._readers.unpark_all()
         if self.on_readable is not None:
             self.on_readable()
 

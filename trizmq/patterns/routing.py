@@ -175,7 +175,7 @@ class FairQueue(_Rotation[S]):
         item = pipe.poll()
         if item is None:
             return None  # the only peer has nothing waiting
-        if not pipe and peer.gone:
+        if peer.gone and not pipe:
             self.remove(peer)
         self.source = peer
         return item

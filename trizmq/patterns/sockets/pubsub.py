@@ -280,12 +280,14 @@ class XSubStrategy(SocketStrategy):
         """Add one (counted) subscription and tell every connected peer."""
         self.subscriptions.add(topic)
         self.accepts_all = b"" in self.subscriptions
+        self.shortcut_recv()
         self.upstream(Subscribe(topic))
 
     def unsubscribe(self, topic: bytes) -> None:
         """Remove one count; tell the peers when it was the last."""
         if self.subscriptions.remove(topic):
             self.accepts_all = b"" in self.subscriptions
+            self.shortcut_recv()
             self.upstream(Cancel(topic))
 
     def upstream(self, command: Subscribe | Cancel) -> None:
