@@ -9,8 +9,8 @@ option. Both happen in the constructor, before the socket is entered.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_LINGER = 1.0
 
 
-def _number(name: str, value: Any, *, allow_none: bool, positive: bool = False) -> float | None:
+def _number(name: str, value: object, *, allow_none: bool, positive: bool = False) -> float | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -37,29 +37,29 @@ def _number(name: str, value: Any, *, allow_none: bool, positive: bool = False) 
     return float(value)
 
 
-def _seconds(name: str, value: Any) -> float | None:
+def _seconds(name: str, value: object) -> float | None:
     return _number(name, value, allow_none=False)
 
 
-def _seconds_or_none(name: str, value: Any) -> float | None:
+def _seconds_or_none(name: str, value: object) -> float | None:
     return _number(name, value, allow_none=True)
 
 
-def _positive(name: str, value: Any) -> float | None:
+def _positive(name: str, value: object) -> float | None:
     return _number(name, value, allow_none=False, positive=True)
 
 
-def _positive_or_none(name: str, value: Any) -> float | None:
+def _positive_or_none(name: str, value: object) -> float | None:
     return _number(name, value, allow_none=True, positive=True)
 
 
-def _hwm(name: str, value: Any) -> int:
+def _hwm(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be an int >= 0 (0 = unbounded), not {value!r}")
     return value
 
 
-def _maxmsgsize(name: str, value: Any) -> int:
+def _maxmsgsize(name: str, value: object) -> int:
     if value is None:
         return -1
     if isinstance(value, bool) or not isinstance(value, int) or value < -1:
@@ -67,13 +67,13 @@ def _maxmsgsize(name: str, value: Any) -> int:
     return value
 
 
-def _flag(name: str, value: Any) -> bool:
+def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, not {value!r}")
     return value
 
 
-def _routing_id(name: str, value: Any) -> bytes | None:
+def _routing_id(name: str, value: object) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, (bytes, bytearray, memoryview)):
@@ -84,14 +84,15 @@ def _routing_id(name: str, value: Any) -> bytes | None:
     return rid
 
 
-def _endpoints(name: str, value: Any) -> tuple[Endpoint, ...]:
+def _endpoints(name: str, value: object) -> tuple[Endpoint, ...]:
     if value is None:
         return ()
+    items: list[object]
     if isinstance(value, (str, bytes)):
         items = [value]
     else:
         try:
-            items = list(value)
+            items = list(cast("Iterable[object]", value))
         except TypeError:
             raise EndpointError(
                 f"{name} takes an endpoint string or an iterable of them, not {value!r}"
@@ -105,14 +106,15 @@ def _endpoints(name: str, value: Any) -> tuple[Endpoint, ...]:
     return tuple(endpoints)
 
 
-def _topics(name: str, value: Any) -> tuple[bytes, ...]:
+def _topics(name: str, value: object) -> tuple[bytes, ...]:
     if value is None:
         return ()
+    items: list[object]
     if isinstance(value, (str, bytes, bytearray, memoryview)):
         items = [value]
     else:
         try:
-            items = list(value)
+            items = list(cast("Iterable[object]", value))
         except TypeError:
             raise ValueError(
                 f"{name} takes a bytes or str topic or an iterable of them, not {value!r}"
@@ -128,7 +130,7 @@ def _topics(name: str, value: Any) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _security(name: str, value: Any) -> Any:
+def _security(name: str, value: object) -> Security | None:
     from ._security import CurveClient, CurveServer, PlainClient, PlainServer
 
     if value is None or isinstance(value, (CurveServer, CurveClient, PlainServer, PlainClient)):
@@ -139,13 +141,13 @@ def _security(name: str, value: Any) -> Any:
     )
 
 
-def _zap_domain(name: str, value: Any) -> str:
+def _zap_domain(name: str, value: object) -> str:
     if not isinstance(value, str) or len(value.encode()) > 255:
         raise ValueError(f"{name} must be a str of at most 255 bytes, not {value!r}")
     return value
 
 
-def _count(name: str, value: Any) -> int:
+def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, not {value!r}")
     return value

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import trio
 
@@ -13,6 +12,7 @@ from ._socket import Socket, _frame
 from .patterns.sockets import SubStrategy, XSubStrategy
 from .patterns.sockets.draft import PeerStrategy, pack_routing_id, unpack_routing_id
 from .patterns.sockets.radiodish import DishStrategy, check_group
+from .zmtp.connection import Buffer
 
 __all__ = [
     "Channel",
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-def _topic(prefix: Any) -> bytes:
+def _topic(prefix: object) -> bytes:
     if isinstance(prefix, str):
         return prefix.encode()
     if isinstance(prefix, (bytes, bytearray, memoryview)):
@@ -102,7 +102,7 @@ class Sub(XSub):
     socket_type = "SUB"
     _strategy: SubStrategy
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: object) -> None:
         super().__init__(**options)
         for topic in self._options.subscribe:
             self._strategy.subscribe(topic)
@@ -140,38 +140,38 @@ class _SinglePart(Socket):
     ``trio.from_thread``. A multipart send raises ``ValueError``.
     """
 
-    def _one(self, frames: Iterable[Any]) -> bytes:
+    def _one(self, frames: Iterable[Buffer]) -> bytes:
         msg = list(frames)
         if len(msg) != 1:
             raise ValueError(f"a {self.socket_type} message has exactly one frame, not {len(msg)}")
         return _frame(msg[0])
 
-    def _wrap(self, frame: bytes, **address: Any) -> list[bytes]:
+    def _wrap(self, frame: bytes, **address: object) -> list[bytes]:
         """The strategy's form of an outgoing frame."""
         if address:
             raise TypeError(f"unexpected argument {next(iter(address))!r}")
         return [frame]
 
-    async def send(self, data: Any, *, more: bool = False, **address: Any) -> None:
+    async def send(self, data: Buffer, *, more: bool = False, **address: object) -> None:
         """Send one single-frame message (``more=True`` raises: no multipart here)."""
         if more:
             raise ValueError(f"a {self.socket_type} socket sends single-frame messages only")
         await self._send_raw(self._wrap(_frame(data), **address))
 
-    def send_nowait(self, data: Any, *, more: bool = False, **address: Any) -> None:
+    def send_nowait(self, data: Buffer, *, more: bool = False, **address: object) -> None:
         """Send one single-frame message or raise ``trio.WouldBlock``."""
         if more:
             raise ValueError(f"a {self.socket_type} socket sends single-frame messages only")
         self._send_raw_nowait(self._wrap(_frame(data), **address))
 
-    def _prepare(self, frames: Iterable[Any]) -> list[bytes]:
+    def _prepare(self, frames: Iterable[Buffer]) -> list[bytes]:
         return self._wrap(self._one(frames))
 
-    async def send_multipart(self, frames: Iterable[Any]) -> None:
+    async def send_multipart(self, frames: Iterable[Buffer]) -> None:
         """Send a one-frame list (anything longer raises ``ValueError``)."""
         await self._send_raw(self._wrap(self._one(frames)))
 
-    def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
+    def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
         """Send a one-frame list or raise ``trio.WouldBlock``."""
         self._send_raw_nowait(self._wrap(self._one(frames)))
 
@@ -184,28 +184,28 @@ class Radio(_SinglePart):
 
     socket_type = "RADIO"
 
-    def _wrap(self, frame: bytes, **address: Any) -> list[bytes]:
+    def _wrap(self, frame: bytes, **address: object) -> list[bytes]:
         if set(address) != {"group"}:
             raise TypeError("Radio.send needs group=... (and nothing else)")
         return [check_group(address["group"]), frame]
 
     async def send(  # type: ignore[override]
-        self, data: Any, *, group: bytes | str, more: bool = False
+        self, data: Buffer, *, group: bytes | str, more: bool = False
     ) -> None:
         """Send ``data`` to the dishes that joined ``group`` (0-255 bytes)."""
         await super().send(data, more=more, group=group)
 
     def send_nowait(  # type: ignore[override]
-        self, data: Any, *, group: bytes | str, more: bool = False
+        self, data: Buffer, *, group: bytes | str, more: bool = False
     ) -> None:
         """As :meth:`send`; a RADIO never blocks, so this only fails on a bad argument."""
         super().send_nowait(data, more=more, group=group)
 
-    async def send_multipart(self, frames: Iterable[Any]) -> None:
+    async def send_multipart(self, frames: Iterable[Buffer]) -> None:
         """Not for RADIO: a message needs a group; use ``send(data, group=...)``."""
         raise TypeError("use Radio.send(data, group=...): a RADIO message needs a group")
 
-    def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
+    def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
         """Not for RADIO: use ``send_nowait(data, group=...)``."""
         raise TypeError("use Radio.send_nowait(data, group=...): a RADIO message needs a group")
 
@@ -245,7 +245,7 @@ class Server(_SinglePart):
 
     socket_type = "SERVER"
 
-    def _wrap(self, frame: bytes, **address: Any) -> list[bytes]:
+    def _wrap(self, frame: bytes, **address: object) -> list[bytes]:
         if set(address) != {"routing_id"}:
             raise TypeError(f"{type(self).__name__}.send needs routing_id=... (and nothing else)")
         rid = address["routing_id"]
@@ -254,22 +254,22 @@ class Server(_SinglePart):
         return [pack_routing_id(rid), frame]
 
     async def send(  # type: ignore[override]
-        self, data: Any, *, routing_id: int, more: bool = False
+        self, data: Buffer, *, routing_id: int, more: bool = False
     ) -> None:
         """Send ``data`` to the peer with ``routing_id`` (``HostUnreachable`` if unknown)."""
         await super().send(data, more=more, routing_id=routing_id)
 
     def send_nowait(  # type: ignore[override]
-        self, data: Any, *, routing_id: int, more: bool = False
+        self, data: Buffer, *, routing_id: int, more: bool = False
     ) -> None:
         """As :meth:`send`, or raise ``trio.WouldBlock`` if that peer's queue is full."""
         super().send_nowait(data, more=more, routing_id=routing_id)
 
-    async def send_multipart(self, frames: Iterable[Any]) -> None:
+    async def send_multipart(self, frames: Iterable[Buffer]) -> None:
         """Not here: a message needs a routing id; use ``send(data, routing_id=...)``."""
         raise TypeError(f"use {type(self).__name__}.send(data, routing_id=...)")
 
-    def send_multipart_nowait(self, frames: Iterable[Any]) -> None:
+    def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
         """Not here: use ``send_nowait(data, routing_id=...)``."""
         raise TypeError(f"use {type(self).__name__}.send_nowait(data, routing_id=...)")
 

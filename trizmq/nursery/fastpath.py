@@ -36,19 +36,21 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout
 from ..zmtp import ProtocolError
+from ..zmtp.connection import Buffer
 from ..zmtp.frames import MORE, frame_header
 from .handshake import RECEIVE_SIZE
 from .waiters import Waiters
 
 if TYPE_CHECKING:
     from ..patterns.routing import FairQueue
+    from ..patterns.sockets.base import PeerLike
     from .connection import ConnectionActor
     from .pipe import Pipe
 
@@ -198,7 +200,7 @@ class RawSocket:
             trio.lowlevel.notify_closing(self._dup)
             self._sock.close()
 
-    async def send_all(self, data: Any) -> None:
+    async def send_all(self, data: Buffer) -> None:
         """Write all of ``data`` with direct calls, waiting only when blocked."""
         view = memoryview(data)
         send = self.send
@@ -304,7 +306,7 @@ class RawOutput:
         """Big frames go out from the sender's own object (unencrypted only)."""
         return self.direct
 
-    async def write(self, data: Any) -> None:
+    async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
         await self.raw.send_all(data)
 
@@ -362,10 +364,11 @@ class RawOutput:
         """
         items = self._pipe._items
         item = items[0]
-        cls = item.__class__
-        if cls is list:
-            frames = item
-        elif cls is Fanout:
+        fanout: Fanout | None = None
+        if item.__class__ is list:
+            frames: list[bytes] = item
+        elif item.__class__ is Fanout:
+            fanout = item
             frames = item.frames
         else:
             return False
@@ -378,8 +381,8 @@ class RawOutput:
             sent = self.raw.send(buf)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
-        if cls is Fanout and item.wire is None:
-            item.wire = bytes(buf)
+        if fanout is not None and fanout.wire is None:
+            fanout.wire = bytes(buf)
         if sent < len(buf):
             # the rest belongs to this connection only: never resent on another
             items[0] = bytes(buf[sent:])
@@ -388,7 +391,7 @@ class RawOutput:
         return not items
 
 
-def encode_big(parts: list[Any], buf: bytearray, frames: Sequence[bytes]) -> None:
+def encode_big(parts: list[Buffer], buf: bytearray, frames: Sequence[bytes]) -> None:
     """Queue ``buf`` and a message with a big last frame into ``parts``, copying no
     frame of :data:`BIG_FRAME` bytes or more."""
     last = len(frames) - 1
@@ -429,7 +432,7 @@ class FastPath:
         "routing",
     )
 
-    def __init__(self, inbound: FairQueue[Any], receivers: Waiters) -> None:
+    def __init__(self, inbound: FairQueue[PeerLike], receivers: Waiters) -> None:
         #: the socket's fair queue (its ``only`` peer may be read through)
         self._inbound = inbound
         #: how a receiving task parks when it cannot read through

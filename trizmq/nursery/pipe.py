@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import trio
 
@@ -44,14 +43,13 @@ class Pipe:
         "_readers",
         "_writers",
         "closed",
-        "direct",
         "hwm",
         "on_readable",
         "on_writable",
     )
 
     def __init__(self, hwm: int) -> None:
-        self._items: deque[Any] = deque()
+        self._items: deque[object] = deque()
         #: the high-water mark in messages; 0 means unbounded
         self.hwm = hwm
         self._readers = Waiters()
@@ -59,9 +57,6 @@ class Pipe:
         self.closed = False
         self.on_readable: Callable[[], None] | None = None
         self.on_writable: Callable[[], None] | None = None
-        #: set by an idle stream writer: offered every item put into the empty pipe;
-        #: returns None when it wrote the item to the socket itself, else what to queue
-        self.direct: Callable[[Any], Any] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -74,25 +69,16 @@ class Pipe:
         """True when a producer must not add a message now."""
         return self.hwm > 0 and len(self._items) >= self.hwm
 
-    def put(self, item: Any) -> None:
-        """Append one item, ignoring the mark (callers check :attr:`full` first).
-
-        Into an empty pipe whose writer is idle, :attr:`direct` may write the item
-        to the socket at once instead (the write-through path of the runtime).
-        """
+    def put(self, item: object) -> None:
+        """Append one item, ignoring the mark (callers check :attr:`full` first)."""
         items = self._items
         if items:
             items.append(item)
             return
-        direct = self.direct
-        if direct is not None:
-            item = direct(item)
-            if item is None:
-                return
         items.append(item)
         self._became_readable()
 
-    def offer(self, item: Any) -> bool:
+    def offer(self, item: object) -> bool:
         """:meth:`put` unless the pipe is :attr:`full`; False when full (the hot path's
         check and put in one call)."""
         items = self._items
@@ -102,10 +88,11 @@ class Pipe:
                 return False
             items.append(item)
             return True
-        self.put(item)
+        items.append(item)
+        self._became_readable()
         return True
 
-    def poll(self) -> Any:
+    def poll(self) -> object:
         """Remove and return the oldest item, or None when the pipe is empty."""
         items = self._items
         if not items:
@@ -129,7 +116,7 @@ class Pipe:
                 return item
         return None
 
-    def extend(self, batch: Iterable[Any]) -> None:
+    def extend(self, batch: Iterable[object]) -> None:
         """Append a batch at once, with at most one wake-up."""
         items = self._items
         was_empty = not items
@@ -137,7 +124,7 @@ class Pipe:
         if was_empty and items:
             self._became_readable()
 
-    def popleft(self) -> Any:
+    def popleft(self) -> object:
         """Remove and return the oldest item; ``IndexError`` when empty."""
         items = self._items
         item = items.popleft()
@@ -145,7 +132,7 @@ class Pipe:
             self._became_writable()
         return item
 
-    def take(self, limit: int) -> list[Any]:
+    def take(self, limit: int) -> list[object]:
         """Remove and return the oldest ``limit`` items (all of them, if fewer)."""
         items = self._items
         count = len(items)
@@ -160,16 +147,16 @@ class Pipe:
             self._became_writable()
         return batch
 
-    def unshift(self, batch: list[Any]) -> None:
+    def unshift(self, batch: list[object]) -> None:
         """Put back items taken but not used, in front, in order (no wake-ups: the
         consumer that took them is running and goes on with them)."""
         self._items.extendleft(reversed(batch))
 
-    def peek(self) -> Any:
+    def peek(self) -> object:
         """The oldest item without removing it; ``IndexError`` when empty."""
         return self._items[0]
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[object]:
         """Remove and return every item."""
         items = self._items
         was_full = self.full

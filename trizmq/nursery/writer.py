@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
 from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout
+from ..zmtp.connection import Buffer
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from .fastpath import BIG_FRAME, encode_big
 from .reader import STREAM_ERRORS
@@ -61,7 +62,7 @@ class Output(Protocol):
         """May big frames be written from the sender's own object?"""
         ...
 
-    async def write(self, data: Any) -> None:
+    async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
         ...
 
@@ -85,7 +86,7 @@ class StreamOutput:
         self._stream = stream
         self._pipe = pipe
 
-    async def write(self, data: Any) -> None:
+    async def write(self, data: Buffer) -> None:
         """``send_all``."""
         await self._stream.send_all(data)
 
@@ -98,7 +99,7 @@ class StreamOutput:
 
 
 def join_wires(
-    batch: list[Fanout], encode_into: Callable[[bytearray, Sequence[Any]], None]
+    batch: list[Fanout], encode_into: Callable[[bytearray, Sequence[Buffer]], None]
 ) -> bytes | None:
     """The wire bytes of a batch of :class:`Fanout` items, encoding those no other
     writer has; None when it holds more than two writes' worth (the general loop
@@ -128,7 +129,7 @@ class _Batcher:
         self._share = not codec.mechanism.encrypts
         self._big = BIG_FRAME if zero_copy else math.inf
 
-    def next_parts(self) -> list[Any]:
+    def next_parts(self) -> list[Buffer]:
         """Take the next batch from the pipe; the buffers to write, in order."""
         pipe = self._pipe
         first = pipe.peek()
@@ -139,17 +140,17 @@ class _Batcher:
             size = len(wire) if wire is not None else sum(map(len, first.frames))
             batch = pipe.take(min(WRITE_ITEMS, WRITE_BATCH // (size + 1) + 1))
             if all(item.__class__ is Fanout for item in batch):
-                joined = join_wires(batch, self._encode_into)
+                joined = join_wires(cast("list[Fanout]", batch), self._encode_into)
                 if joined is not None:
                     return [joined]
         else:
             batch = pipe.take(WRITE_ITEMS)
         return self._encode(batch)
 
-    def _encode(self, batch: list[Any]) -> list[Any]:
+    def _encode(self, batch: list[Any]) -> list[Buffer]:
         pipe, codec, encode_into = self._pipe, self._codec, self._encode_into
         share, big = self._share, self._big
-        parts: list[Any] = []
+        parts: list[Buffer] = []
         buf = bytearray()
         used = 0
         for item in batch:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import trio
 
@@ -31,7 +31,7 @@ class SocketFactory:
         #: every socket made, in order
         self.sockets: list[Socket] = []
 
-    async def __call__(self, socket_type: type[S], **options: Any) -> S:
+    async def __call__(self, socket_type: type[S], **options: object) -> S:
         """Create and enter ``socket_type(**options)``; it closes with the factory."""
         sock = socket_type(**options)
         await self._nursery.start(self._hold, sock)

@@ -26,7 +26,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
     from ..nursery.peers import Peer
+    from ..zmtp.connection import Buffer
     from ..zmtp.events import Event
     from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
 
@@ -142,7 +143,7 @@ class Codec(Protocol):
         """Resume the handshake with the authenticator's answer."""
         ...
 
-    def message_encoder(self) -> Callable[[bytearray, Sequence[Any]], None]:
+    def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
         """A function appending one message's wire form to a buffer."""
         ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -30,7 +30,7 @@ __all__ = [
 DEFAULT_BACKLOG = 128
 
 
-def format_sockaddr(sockaddr: Any) -> str:
+def format_sockaddr(sockaddr: tuple[str, int] | tuple[str, int, int, int]) -> str:
     """Render an AF_INET/AF_INET6 socket address as ``host:port`` / ``[host]:port``."""
     host, port = sockaddr[0], sockaddr[1]
     if ":" in host:

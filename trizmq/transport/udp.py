@@ -24,7 +24,7 @@ import ipaddress
 import logging
 import socket as _stdlib_socket
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -87,7 +87,11 @@ class UdpReceiver:
 class UdpSender:
     """A RADIO's udp socket and its destination."""
 
-    def __init__(self, sock: trio.socket.SocketType, address: Any) -> None:
+    def __init__(
+        self,
+        sock: trio.socket.SocketType,
+        address: tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
+    ) -> None:
         self.socket = sock
         self.address = address
 
@@ -305,7 +309,7 @@ async def _send_datagrams(
                     await pipe.wait_readable()
                     continue
                 peer.writing = True
-                group, body = pipe.popleft()
+                group, body = cast("list[bytes]", pipe.popleft())
                 try:
                     datagram = encode_datagram(group, body)
                 except ValueError as exc:

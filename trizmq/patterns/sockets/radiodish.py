@@ -49,7 +49,7 @@ __all__ = ["MAX_GROUP_LENGTH", "DishStrategy", "RadioStrategy", "check_group", "
 MAX_GROUP_LENGTH = 255
 
 
-def check_group(group: bytes | bytearray | memoryview | str) -> bytes:
+def check_group(group: object) -> bytes:
     """``group`` as bytes (a str is UTF-8 encoded); ValueError if it is not a valid group."""
     if isinstance(group, str):
         group = group.encode("utf-8")

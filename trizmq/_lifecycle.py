@@ -1,0 +1,256 @@
+"""A socket's life: its options, its runtime in a nursery of its own, endpoints, close.
+
+Entering a socket opens its nursery, builds its runtime (``trizmq.nursery``) and
+applies ``bind=``/``connect=``; leaving it flushes for ``linger`` seconds and
+cancels every task (at once when the body raised or was cancelled). The messages
+a socket sends and receives are :class:`trizmq.Socket`'s business
+(``trizmq._socket``); this base holds what every socket has before and after them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import ClassVar, TypeVar
+
+import trio
+
+from ._endpoint import Endpoint, parse_endpoint
+from ._monitor import Monitor, MonitorEvent
+from ._options import Options, validate_options
+from .nursery import fastpath
+from .nursery.runtime import SocketRuntime
+from .nursery.waiters import Waiters
+from .patterns.sockets import STRATEGIES, SocketStrategy
+
+__all__ = ["SocketLife"]
+
+S = TypeVar("S", bound="SocketLife")
+
+
+@trio.lowlevel.enable_ki_protection
+async def _supervise(task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    """Own the nursery of a socket's tasks until the runtime cancels it."""
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
+
+
+class SocketLife:
+    """What every socket has: options, strategy, runtime, endpoints, monitors, close."""
+
+    #: the ZMTP Socket-Type of the subclass
+    socket_type: ClassVar[str] = ""
+
+    def __init__(self, **options: object) -> None:
+        self._options: Options = validate_options(self.socket_type, options)
+        self._recv_lot = Waiters()
+        self._send_lot = Waiters()
+        self._strategy: SocketStrategy = STRATEGIES[self.socket_type](
+            self._options, self._wake_receivers, self._wake_senders
+        )
+        self._runtime: SocketRuntime | None = None
+        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._closed = False
+        self._closing = False
+        #: the hot paths' one check: entered, open, and able to send / receive
+        self._sendable = False
+        self._recvable = False
+        self._closed_event: trio.Event | None = None
+        self._ops = 0
+        self._monitors: list[Monitor] = []
+        self._incoming: deque[bytes] = deque()
+        self._outgoing: list[bytes] = []
+        #: the fast path's state (None: the portable path; see trizmq.nursery.fastpath)
+        self._fast: fastpath.FastPath | None = None
+        #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
+        self._cancel_pending: Callable[[], bool] | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._runtime else "new"
+        return f"<trizmq.{type(self).__name__} {state}>"
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def __aenter__(self: S) -> S:
+        if self._runtime is not None or self._closed:
+            raise RuntimeError(f"{type(self).__name__} can be entered only once")
+        # entering while already cancelled: a plain Cancelled, before anything opens
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._nursery_manager = manager = trio.open_nursery()
+        outer = await manager.__aenter__()
+        # The runtime's tasks run in an inner nursery owned by a supervisor task, so
+        # that closing (which cancels that nursery) never cancels the body of our async
+        # with, which runs inside the outer nursery's scope.
+        try:
+            nursery: trio.Nursery = await outer.start(_supervise)
+        except BaseException:
+            # cancelled while starting (start() may even have reparented the supervisor
+            # into ``outer`` first): stop it and close ``outer``, or trio's nursery stack
+            # breaks. Shielded from the outside, so the cancellation propagates as itself.
+            self._closing = self._closed = True
+            outer.cancel_scope.shield = True
+            outer.cancel_scope.cancel()
+            await manager.__aexit__(None, None, None)
+            raise
+        if fastpath.ENABLED:
+            self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
+            self._cancel_pending = fastpath.cancel_pending()
+            # receivers wait the fast path's way (read-through)
+            self._wait_to_recv = self._fast.wait_to_recv  # type: ignore[method-assign]
+        self._runtime = SocketRuntime(
+            self.socket_type,
+            self._options,
+            self._strategy,
+            nursery,
+            self._wake_receivers,
+            self._wake_senders,
+            self._fast,
+        )
+        self._runtime.emit = self._emit
+        self._sendable = self._strategy.can_send
+        self._recvable = self._strategy.can_recv
+        try:
+            for endpoint in self._options.bind:
+                await self._runtime.bind(endpoint)
+            for endpoint in self._options.connect:
+                await self._runtime.connect(endpoint)
+        except BaseException:
+            await self._teardown(0)
+            await manager.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            if exc_type is None:
+                await self.aclose()
+            else:
+                # the owner failed or was cancelled: tear down at once, no linger
+                await self._teardown(0)
+        finally:
+            # our tasks never raise, so the nursery exits cleanly; the body's own
+            # exception (if any) propagates as itself, not wrapped in a group
+            assert self._nursery_manager is not None
+            await self._nursery_manager.__aexit__(None, None, None)
+        return False
+
+    async def aclose(self) -> None:
+        """Close: flush pending messages for up to ``linger`` seconds, then stop.
+
+        Idempotent and shielded from cancellation for at most ``linger``; after it,
+        every operation raises ``trio.ClosedResourceError``.
+        """
+        await self._teardown(self._options.linger)
+
+    async def _teardown(self, linger: float | None) -> None:
+        if self._closing:
+            if self._closed_event is not None:
+                await self._closed_event.wait()
+            else:
+                await trio.lowlevel.checkpoint()
+            return
+        self._closing = True
+        self._sendable = self._recvable = False
+        # the rest of a message half read with recv(), or half sent with more=True
+        self._incoming.clear()
+        self._outgoing = []
+        self._closed_event = trio.Event()
+        try:
+            with trio.CancelScope(shield=True):
+                if self._runtime is not None:
+                    await self._runtime.close(linger)
+        finally:
+            self._closed = True
+            self._wake_receivers()
+            self._send_lot.unpark_all()
+            for monitor in list(self._monitors):
+                monitor.close()
+            self._closed_event.set()
+
+    @property
+    def closed(self) -> bool:
+        """True once the socket is closed (or closing)."""
+        return self._closing
+
+    def _require_runtime(self) -> SocketRuntime:
+        if self._closing:
+            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+        if self._runtime is None:
+            raise RuntimeError(
+                f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
+            )
+        return self._runtime
+
+    # -- endpoints -----------------------------------------------------------------------
+    async def bind(self, endpoint: str) -> str:
+        """Listen on ``endpoint``; return it with a wildcard or 0 port resolved."""
+        parsed = parse_endpoint(endpoint, for_bind=True)
+        return await self._require_runtime().bind(parsed)
+
+    async def unbind(self, endpoint: str) -> None:
+        """Stop listening on an endpoint returned by :meth:`bind`."""
+        await self._require_runtime().unbind(str(parse_endpoint(endpoint, for_bind=True)))
+
+    async def connect(self, endpoint: str) -> None:
+        """Connect in the background (before or after the peer binds); returns at once."""
+        parsed: Endpoint = parse_endpoint(endpoint, for_bind=False)
+        await self._require_runtime().connect(parsed)
+
+    async def disconnect(self, endpoint: str) -> None:
+        """Stop connecting to ``endpoint``, dropping its queued messages."""
+        await self._require_runtime().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
+
+    # -- monitoring -----------------------------------------------------------------------
+    def monitor(self, capacity: int = 1000) -> Monitor:
+        """Watch this socket's events: ``async with sock.monitor() as events: async for ...``.
+
+        See :class:`trizmq.MonitorEvent` and docs/monitor.md for the event types. It ends when the
+        socket closes; it keeps at most ``capacity`` unread events.
+        """
+        if self._closing:
+            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+        monitor = Monitor(capacity, self._monitors.remove)
+        self._monitors.append(monitor)
+        return monitor
+
+    def _emit(self, event: MonitorEvent) -> None:
+        for monitor in self._monitors:
+            monitor.emit(event)
+
+    # -- waiting -------------------------------------------------------------------------
+    def _wake_receivers(self) -> None:
+        self._recv_lot.unpark_all()  # a no-op with nobody parked
+        fast = self._fast
+        if fast is not None and fast.reading is not None:
+            fast.reading.interrupt()
+
+    def _wake_senders(self) -> None:
+        if self._send_lot:
+            self._send_lot.unpark_all()
+
+    async def _yield_turn(self) -> None:
+        """The yield once every YIELD_EVERY operations that did not wait."""
+        self._ops = 0
+        if self._fast is not None:
+            self._fast.waited()
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def _wait_to_send(self) -> None:
+        """Park until a pipe can take more."""
+        if self._fast is not None:
+            self._fast.waited()
+        await self._send_lot.park()
+
+    async def _wait_to_recv(self) -> None:
+        """Park until a message may be there (on the fast path, this is the fast path's
+        wait instead, which may read the only peer's connection meanwhile: see
+        :meth:`__aenter__`)."""
+        await self._recv_lot.park()
+
