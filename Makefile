@@ -1,6 +1,7 @@
 # Two entry points, each building its own project-local virtual environment:
 #   make demo   runs examples/pipeline.py
-#   make test   runs ruff, mypy --strict and the whole pytest suite
+#   make test   runs ruff, mypy --strict and the whole pytest suite, then the suite again
+#               (but Spark and the CLI) with the fast path off (TRIZMQ_FASTPATH=0)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -36,6 +37,8 @@ lint: $(STAMP)
 
 test: lint $(NODE_STAMP)
 	$(BIN)/python -m pytest
+	TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		--ignore=tests/spark --ignore=tests/cli --deselect tests/test_docs_build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
+from memory_transport import registered
 from trio.testing import wait_all_tasks_blocked
 
 import trizmq
@@ -22,14 +23,18 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["inproc", "tcp", "memory"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    # memory:// is a test-only transport registered through the public seam
+    with registered(str(request.param)) as name:
+        yield name
 
 
 def fresh(transport: str) -> str:
     if transport == "inproc":
         return f"inproc://draft-{next(_NAMES)}"
+    if transport == "memory":
+        return f"memory://draft-{next(_NAMES)}"
     return "tcp://127.0.0.1:0"
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import itertools
 import socket as stdsocket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
+from memory_transport import registered
 from trio.testing import wait_all_tasks_blocked
 
 import trizmq
@@ -25,15 +26,19 @@ from trizmq.zmtp.udp import MAX_DATAGRAM, encode_datagram
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "ipc"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["inproc", "tcp", "ipc", "memory"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    # memory:// is a test-only transport registered through the public seam
+    with registered(str(request.param)) as name:
+        yield name
 
 
 def fresh(transport: str, tmp_path: Path) -> str:
     n = next(_NAMES)
     if transport == "inproc":
         return f"inproc://radiodish-{n}"
+    if transport == "memory":
+        return f"memory://radiodish-{n}"
     if transport == "ipc":
         return f"ipc://{tmp_path}/rd{n}"
     return "tcp://127.0.0.1:0"

@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
 import trio
+from memory_transport import registered
 from trio.testing import wait_all_tasks_blocked
 
 import trizmq
@@ -22,15 +23,19 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["inproc", "tcp", "memory"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    # memory:// is a test-only transport registered through the public seam
+    with registered(str(request.param)) as name:
+        yield name
 
 
 async def bind(sock: trizmq.Socket, transport: str) -> str:
     """Bind ``sock`` on a fresh endpoint of ``transport``; return the resolved endpoint."""
     if transport == "inproc":
         return await sock.bind(f"inproc://reqrep-{next(_NAMES)}")
+    if transport == "memory":
+        return await sock.bind(f"memory://reqrep-{next(_NAMES)}")
     return await sock.bind("tcp://127.0.0.1:0")
 
 

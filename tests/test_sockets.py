@@ -1,4 +1,5 @@
-"""Behaviour of the socket API, trizmq talking to trizmq, over inproc, tcp and ipc.
+"""Behaviour of the socket API, trizmq talking to trizmq, over inproc, tcp and ipc
+(and memory://, a test-only transport registered through the public seam).
 
 Handshakes over tcp/ipc are awaited on socket monitors (or, for pub-sub, by probing
 until a subscription took effect), never by sleeping; inproc links are made
@@ -10,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import socket as stdsocket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from memory_transport import registered
 from trio.testing import wait_all_tasks_blocked
 
 import trizmq
@@ -24,9 +26,12 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "ipc"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["inproc", "tcp", "ipc", "memory"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    # memory:// is a test-only transport registered through the public seam
+    # (tests/memory_transport.py): every test here runs over it unchanged
+    with registered(str(request.param)) as name:
+        yield name
 
 
 def fresh(transport: str, tmp_path: Path) -> str:
@@ -34,6 +39,8 @@ def fresh(transport: str, tmp_path: Path) -> str:
     n = next(_NAMES)
     if transport == "inproc":
         return f"inproc://sockets-{n}"
+    if transport == "memory":
+        return f"memory://sockets-{n}"
     if transport == "ipc":
         return f"ipc://{tmp_path}/s{n}"
     return "tcp://127.0.0.1:0"

@@ -28,6 +28,8 @@ from .base import (
     run_transports,
     schemes,
     transport_for,
+    unregister_transport,
+    zmtp_codec,
 )
 from .inproc import INPROC
 from .ipc import IPC, IPCListener
@@ -58,6 +60,8 @@ __all__ = [
     "run_transports",
     "schemes",
     "transport_for",
+    "unregister_transport",
+    "zmtp_codec",
 ]
 
 #: the built-in transports, in the order their schemes are listed to users

@@ -55,6 +55,7 @@ __all__ = [
     "run_transports",
     "schemes",
     "transport_for",
+    "unregister_transport",
     "zmtp_codec",
 ]
 
@@ -318,6 +319,11 @@ def register_transport(transport: Transport) -> None:
     if not isinstance(transport, (StreamTransport, MessageTransport)):
         raise TypeError(f"{transport!r} is neither a StreamTransport nor a MessageTransport")
     _TRANSPORTS[transport.scheme] = transport
+
+
+def unregister_transport(scheme: str) -> None:
+    """Take the transport of ``scheme`` out of the table (a no-op if there is none)."""
+    _TRANSPORTS.pop(scheme, None)
 
 
 def schemes() -> list[str]:
