@@ -71,7 +71,10 @@ def table(socket_type: str = "PUSH") -> tuple[PeerTable, list[str]]:
     strategy = STRATEGIES[socket_type](
         validate_options(socket_type, {}), lambda: wakes.append("recv"), lambda: None
     )
-    return PeerTable(strategy, lambda: wakes.append("receivers"), lambda: wakes.append("senders")), wakes
+    peers = PeerTable(
+        strategy, lambda: wakes.append("receivers"), lambda: wakes.append("senders")
+    )
+    return peers, wakes
 
 
 def test_attach_live_lost_leave_tell_the_strategy() -> None:
