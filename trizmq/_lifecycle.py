@@ -10,7 +10,7 @@ a socket sends and receives are :class:`trizmq.Socket`'s business
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import ClassVar, TypeVar
@@ -67,6 +67,9 @@ class SocketLife:
         self._fast: fastpath.FastPath | None = None
         #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
         self._cancel_pending: Callable[[], bool] | None = None
+        #: how a receiving task parks until a message may be there (on the fast path,
+        #: the fast path's wait, which may read the only peer's connection meanwhile)
+        self._wait_to_recv: Callable[[], Awaitable[None]] = self._recv_lot.park
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._runtime else "new"
@@ -98,7 +101,7 @@ class SocketLife:
             self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
             self._cancel_pending = fastpath.cancel_pending()
             # receivers wait the fast path's way (read-through)
-            self._wait_to_recv = self._fast.wait_to_recv  # type: ignore[method-assign]
+            self._wait_to_recv = self._fast.wait_to_recv
         self._runtime = SocketRuntime(
             self.socket_type,
             self._options,
@@ -248,9 +251,4 @@ class SocketLife:
             self._fast.waited()
         await self._send_lot.park()
 
-    async def _wait_to_recv(self) -> None:
-        """Park until a message may be there (on the fast path, this is the fast path's
-        wait instead, which may read the only peer's connection meanwhile: see
-        :meth:`__aenter__`)."""
-        await self._recv_lot.park()
 

@@ -186,6 +186,11 @@ class SocketStrategy:
         #: True when :meth:`accept` would accept every message, so recv can skip calling
         #: it: when it is not overridden, or (SUB) while the subscriptions say so
         self.accepts_all = type(self).accept is SocketStrategy.accept
+        # the strategy's own recv, which shortcut_recv may stand in front of; both are
+        # instance attributes from the start, never deleted, so that every instance
+        # keeps one attribute layout (Python's fast attribute access depends on it)
+        self._recv: Callable[[], Message | None] = self.recv
+        self.recv = self._recv  # type: ignore[method-assign]
         self.shortcut_recv()
 
     def shortcut_recv(self) -> None:
@@ -202,7 +207,7 @@ class SocketStrategy:
         ):
             self.recv = only.in_pipe.poll_message  # type: ignore[method-assign]
         else:
-            vars(self).pop("recv", None)
+            self.recv = self._recv  # type: ignore[method-assign]
 
     # -- peers -------------------------------------------------------------------
     def attach(self, peer: PeerLike) -> bool:

@@ -7,6 +7,7 @@ its peers and never sends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..routing import RoundRobin
@@ -29,6 +30,10 @@ class RoundRobinOut(SocketStrategy):
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.outbound: RoundRobin[PeerLike] = RoundRobin()
+        # the strategy's own send, which shortcut_send may stand in front of (both
+        # instance attributes from the start: see SocketStrategy.__init__)
+        self._send: Callable[[Message], bool] = self.send
+        self.send = self._send  # type: ignore[method-assign]
 
     def attach(self, peer: PeerLike) -> bool:
         self.outbound.add(peer)
@@ -47,7 +52,7 @@ class RoundRobinOut(SocketStrategy):
         if only is not None and type(self).send is RoundRobinOut.send:
             self.send = only.out_pipe.offer  # type: ignore[method-assign,assignment]
         else:
-            vars(self).pop("send", None)
+            self.send = self._send  # type: ignore[method-assign,assignment]
 
     def target(self) -> PeerLike | None:
         """The peer the next message goes to: the next one that can take it."""
