@@ -275,3 +275,20 @@ def test_encoders_need_a_complete_handshake() -> None:
             call()
     # ERROR is the one command meant for the handshake
     assert conn.encode_error("go away") == b"\x04\x0e\x05ERROR\x07go away"
+
+
+def test_handshake_commands_received_counts_the_peer_commands_only() -> None:
+    """What a server reads to tell a peer that greeted from one that only connected."""
+    conn = Connection("PULL")
+    conn.start()
+    greeting = raw_greeting()
+    conn.receive_data(greeting[:40])
+    assert (conn.peer_version, conn.handshake_commands_received) == ((0, 0), 0)
+    conn.receive_data(greeting[40:])
+    assert (conn.peer_version, conn.handshake_commands_received) == ((3, 1), 0)
+    ready = raw_ready((b"Socket-Type", b"PUSH"))
+    conn.receive_data(ready[:5])
+    assert conn.handshake_commands_received == 0  # a partial command does not count
+    conn.receive_data(ready[5:])
+    assert conn.handshake_commands_received == 1
+    assert conn.handshake_complete

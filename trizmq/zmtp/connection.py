@@ -212,6 +212,7 @@ class Connection:
         self._plain_traffic = False
 
         self._handshake_complete = False
+        self._handshake_commands = 0
         self._peer_version = (0, 0)
         self._peer_v31 = False
         self._peer_socket_type = ""
@@ -234,6 +235,15 @@ class Connection:
     def handshake_complete(self) -> bool:
         """True once HandshakeComplete was reported (stays True after the end)."""
         return self._handshake_complete
+
+    @property
+    def handshake_commands_received(self) -> int:
+        """Handshake commands parsed from the peer so far (its greeting not counted).
+
+        With :attr:`peer_version` it tells how far a peer has got: a server that
+        wants the greeting and the first command soon (``greeting_ivl``) reads it.
+        """
+        return self._handshake_commands
 
     @property
     def closed(self) -> bool:
@@ -480,6 +490,7 @@ class Connection:
             else:
                 name, data = split_command(body)
             pos = end
+            self._handshake_commands += 1
             if name == ERROR:
                 events.append(self._peer_error(data))
                 return pos
