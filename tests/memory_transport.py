@@ -93,6 +93,9 @@ class MemoryTransport:
     def codec(self, socket_type: str, options: Options) -> Codec:
         return zmtp_codec(socket_type, options)
 
+    def abort(self, stream: trio.abc.Stream) -> None:
+        pass
+
 
 @contextmanager
 def memory_transport() -> Iterator[MemoryTransport]:

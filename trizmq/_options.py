@@ -181,6 +181,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "security": OptionSpec(None, _security),
     "zap_domain": OptionSpec("", _zap_domain),
     "max_handshakes": OptionSpec(100, _count),
+    "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
@@ -216,6 +217,7 @@ class Options:
     security: Security | None = None
     zap_domain: str = ""
     max_handshakes: int = 100
+    greeting_ivl: float | None = 5.0
     subscribe: tuple[bytes, ...] = ()
     router_mandatory: bool = False
     router_handover: bool = False

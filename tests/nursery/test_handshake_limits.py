@@ -6,8 +6,9 @@
 * a flood of thousands of half-open TCP connections that send nothing neither crashes
   the socket nor grows its memory beyond what ``max_handshakes`` connections cost, and
   an already-connected peer keeps flowing meanwhile;
-* a new well-behaved peer is admitted at the latest once the flood's handshakes ahead
-  of it have timed out;
+* a new well-behaved peer is admitted during the flood, without waiting for the
+  flood's handshakes to time out (a newcomer evicts the oldest handshake when every
+  slot is taken; more in test_handshake_flood.py);
 * through CURVE, an oversized frame is refused at its outer header, before anything
   is decrypted (or even received).
 
@@ -221,6 +222,7 @@ class Handshakes:
         self.most = 0
         self.accepted = 0
         self.timed_out = 0
+        self.evicted = 0
         self.succeeded = 0
 
     async def watch(self, events: trizmq.Monitor) -> None:
@@ -237,6 +239,8 @@ class Handshakes:
                     self.succeeded += 1
                 elif "timed out" in event.reason:
                     self.timed_out += 1
+                elif "evicted" in event.reason:
+                    self.evicted += 1
 
 
 async def test_a_flood_of_silent_connections_is_bounded() -> None:
@@ -288,7 +292,11 @@ async def test_a_flood_of_silent_connections_is_bounded() -> None:
                     assert worst < 0.5, worst
                     # at most max_handshakes were ever in their handshake at once
                     assert counts.most <= MAX_HANDSHAKES, counts.most
-                    assert counts.timed_out >= MAX_HANDSHAKES, counts.timed_out
+                    # the server ended the flood's handshakes: at handshake_ivl, or earlier
+                    # when newer arrivals (the kernel retries refused SYNs after 1 s, just
+                    # when handshake_ivl is up) evicted them
+                    ended = counts.timed_out + counts.evicted
+                    assert ended >= MAX_HANDSHAKES, (counts.timed_out, counts.evicted)
                     # the socket survived: the good peer and a newcomer still get through
                     await push.send(b"after")
                     assert await pull.recv() == b"after"
@@ -299,9 +307,10 @@ async def test_a_flood_of_silent_connections_is_bounded() -> None:
                 watchers.cancel_scope.cancel()
 
 
-async def test_a_newcomer_is_admitted_once_the_flood_ahead_times_out() -> None:
-    """max_handshakes=100 and the kernel's backlog hold a flood of 200: the newcomer,
-    behind them, gets a handshake slot when the second round times out, not later."""
+async def test_a_newcomer_is_admitted_during_the_flood() -> None:
+    """A flood of 200 silent connections fills max_handshakes=100: the newcomer,
+    arriving behind them, is accepted at once and evicts the oldest of them; it does
+    not wait for the flood's handshakes to time out."""
     handshake_ivl = 0.5
     flood_size = 2 * MAX_HANDSHAKES
     raise_file_limit(flood_size * 2 + 200)
@@ -326,10 +335,10 @@ async def test_a_newcomer_is_admitted_once_the_flood_ahead_times_out() -> None:
                 finally:
                     close_flood(flood)
                 watchers.cancel_scope.cancel()
-            # it waited for a slot (one round at least) and not past the flood's timeouts;
-            # the slack covers the kernel: with its backlog full it may drop the newcomer's
-            # SYN, which Linux retransmits after 1 s and then 3 s more
-            assert handshake_ivl * 0.9 <= waited <= 2 * handshake_ivl + 4.5, waited
+            # not past the flood's timeouts; the slack covers the kernel: with its backlog
+            # full it may drop the newcomer's SYN, which Linux retransmits after 1 s and
+            # then 3 s more
+            assert waited <= 2 * handshake_ivl + 4.5, waited
             assert counts.most <= MAX_HANDSHAKES
 
 

@@ -5,9 +5,11 @@ Rules:
 * A binding side makes a fresh peer per accepted connection; the peer lives as long
   as its connection, and its unsent messages are dropped when it ends (unread
   incoming messages stay readable until drained), as 29/PUBSUB and 28/REQREP say.
-* At most ``max_handshakes`` accepted connections may be in their handshake at
-  once: past that the kernel's backlog holds newcomers, so a flood of connections
-  that never finish their handshake costs bounded memory.
+* At most ``max_handshakes`` accepted connections are in their handshake at once,
+  each within its greeting deadline; the acceptor never stops accepting, and a
+  newcomer that finds every slot taken evicts a handshake (``slots.py``: the
+  slow-loris defence), so a flood costs bounded memory and descriptors and a
+  well-behaved peer still gets through.
 * An ``accept`` that fails for lack of resources (EMFILE) is logged and retried
   after a breath; the socket goes on serving its other peers.
 """
@@ -27,6 +29,7 @@ from .pipe import Pipe
 if TYPE_CHECKING:
     from ..transport.base import Listener, StreamTransport
     from .runtime import SocketRuntime
+    from .slots import HandshakeSlot
 
 __all__ = ["run_acceptor"]
 
@@ -46,20 +49,23 @@ async def run_acceptor(
     with trio.CancelScope() as scope:
         task_status.started(scope)
         while True:
-            await slots.acquire()
             try:
                 stream, address = await listener.accept()
             except (trio.ClosedResourceError, trio.BrokenResourceError):
-                slots.release()
                 return
             except OSError as exc:
                 # EMFILE and friends: log, breathe, go on serving the others
                 log.warning("%s: accept failed: %s", endpoint, exc)
-                slots.release()
                 await trio.sleep(0.1)
                 continue
+            try:
+                slot = await slots.admit(endpoint, address)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+                raise
             runtime.emit(monitor.Accepted(endpoint, address))
-            runtime.nursery.start_soon(_serve, runtime, transport, stream, endpoint, address)
+            runtime.nursery.start_soon(_serve, runtime, transport, stream, endpoint, address, slot)
 
 
 @enable_ki_protection
@@ -69,23 +75,27 @@ async def _serve(
     stream: trio.abc.Stream,
     endpoint: str,
     address: str,
+    slot: HandshakeSlot,
 ) -> None:
     """One accepted connection: a fresh peer that lives as long as the stream."""
     options = runtime.options
     peer = runtime.peers.new_peer(endpoint, Pipe(options.sndhwm), Pipe(options.rcvhwm))
     peer.remote_address = address
-    slot = [True]
+    slots = runtime.handshake_slots
 
     def release() -> None:
-        if slot[0]:
-            slot[0] = False
-            runtime.handshake_slots.release()
+        slots.release(slot)
 
     actor = ConnectionActor(runtime, stream, peer, transport.codec(runtime.socket_type, options))
     try:
-        await actor.run(kept=False, handshake_done=release)
+        await actor.run(kept=False, handshake_done=release, slot=slot)
     finally:
+        # a failed handshake frees its slot (handshake_done) and closes the stream
+        # (aclose closes before it yields) in one step: an acceptor waiting for the
+        # slot never sees more than max_handshakes connections open in a handshake
         release()
+        if slot.scope.cancelled_caught:
+            transport.abort(stream)  # evicted or silent: no TIME_WAIT left for it
         runtime.peers.leave(peer)
         with trio.CancelScope(shield=True):
             await stream.aclose()

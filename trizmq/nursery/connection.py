@@ -34,6 +34,7 @@ from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
 from .handshake import ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
+from .slots import HandshakeCut
 from .writer import Output, StreamOutput, run_writer
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .fastpath import FastPath
     from .peers import Peer
     from .runtime import SocketRuntime
+    from .slots import HandshakeSlot
 
 __all__ = ["ConnectionActor"]
 
@@ -147,12 +149,19 @@ class ConnectionActor:
 
     # -- the life of the connection ----------------------------------------------------------
     @enable_ki_protection
-    async def run(self, *, kept: bool, handshake_done: Callable[[], None] | None = None) -> Outcome:
+    async def run(
+        self,
+        *,
+        kept: bool,
+        handshake_done: Callable[[], None] | None = None,
+        slot: HandshakeSlot | None = None,
+    ) -> Outcome:
         """Handshake, attach (unless ``kept``: the peer is routed already), then run
         until the connection ends; how it ended. ``handshake_done`` is called once the
-        handshake is over, whatever its outcome."""
+        handshake is over, whatever its outcome; an accepted connection's handshake
+        runs in its ``slot``."""
         try:
-            leftovers = await self._handshake()
+            leftovers = await self._handshake(slot)
         finally:
             if handshake_done is not None:
                 handshake_done()
@@ -190,13 +199,23 @@ class ConnectionActor:
             runtime.peers.flush_lot.unpark_all()
         return self.outcome
 
-    async def _handshake(self) -> list[Event | list[bytes]] | None:
+    async def _handshake(self, slot: HandshakeSlot | None) -> list[Event | list[bytes]] | None:
         """The handshake's leftover traffic, or None when it failed (outcome set)."""
         runtime, peer = self.runtime, self.peer
         try:
             return await handshake(
-                self.stream, self.codec, peer, runtime.zap, runtime.options.handshake_ivl
+                self.stream,
+                self.codec,
+                peer,
+                runtime.zap,
+                runtime.options.handshake_ivl,
+                runtime.handshake_slots,
+                slot,
             )
+        except HandshakeCut as exc:
+            log.log(exc.level, "%s: %s", self.where, exc)
+            reason = str(exc)
+            self.outcome = Outcome.LOST
         except ProtocolError as exc:
             log.warning("%s: handshake refused: %s", self.where, exc)
             reason = str(exc)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .._options import Options
     from ..transport.base import Codec
     from .peers import Peer
+    from .slots import HandshakeSlot, HandshakeSlots
 
 __all__ = ["RECEIVE_SIZE", "ConnectionLost", "Zap", "handshake"]
 
@@ -107,21 +108,31 @@ async def _send_quietly(stream: trio.abc.Stream, data: bytes) -> None:
 
 
 async def handshake(
-    stream: trio.abc.Stream, codec: Codec, peer: Peer, zap: Zap, limit: float | None
+    stream: trio.abc.Stream,
+    codec: Codec,
+    peer: Peer,
+    zap: Zap,
+    limit: float | None,
+    slots: HandshakeSlots,
+    slot: HandshakeSlot | None = None,
 ) -> list[Event | list[bytes]]:
-    """Greeting, mechanism exchange and ZAP, within ``limit`` seconds.
+    """Greeting, mechanism exchange and ZAP, within ``limit`` seconds (and, for an
+    accepted connection, within its ``slot``: see ``slots.py``).
 
     Returns the traffic that arrived with the handshake's last bytes. Raises
-    ``ProtocolError`` (refused), ``trio.TooSlowError`` (too slow),
-    :class:`ConnectionLost` or a stream error (gone).
+    ``ProtocolError`` (refused), ``trio.TooSlowError`` (too slow), ``HandshakeCut``
+    (evicted, or no greeting in time), :class:`ConnectionLost` or a stream error
+    (gone).
     """
-    with trio.fail_after(limit if limit is not None else math.inf):
+    with trio.fail_after(limit if limit is not None else math.inf), slots.guard(slot):
         await stream.send_all(codec.start())
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:
                 raise ConnectionLost("peer closed the connection during the handshake")
             events = codec.receive_data(data)
+            if slot is not None and not slot.greeted:
+                slot.note_progress(codec)
             while codec.pending_zap is not None:
                 reply = await zap.ask(codec.pending_zap, peer)
                 try:

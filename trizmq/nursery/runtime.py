@@ -40,6 +40,7 @@ from .connecter import Connecter
 from .handshake import Zap
 from .peers import Peer, PeerTable
 from .pipe import Pipe
+from .slots import HandshakeSlots
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -100,8 +101,8 @@ class SocketRuntime:
         self.connecters: dict[str, _Connected] = {}
         self.closing = False
         self.zap = Zap(options)
-        #: connections still in their handshake, bounded by ``max_handshakes``
-        self.handshake_slots = trio.Semaphore(options.max_handshakes)
+        #: accepted connections still in their handshake (the slow-loris defence)
+        self.handshake_slots = HandshakeSlots(options)
         #: counts kept by transports (udp datagrams dropped, malformed)
         self.counters: Counter[str] = Counter()
         #: where monitor events go (the socket fans them out to its monitors)

@@ -331,6 +331,9 @@ class VirtualTransport:
         """As the real transport."""
         return self.real.codec(socket_type, options)
 
+    def abort(self, stream: trio.abc.Stream) -> None:
+        """Nothing: a virtual link leaves nothing behind."""
+
 
 @asynccontextmanager
 async def open_virtual_network(capacity: int = DEFAULT_CAPACITY) -> AsyncIterator[VirtualNetwork]:

@@ -128,6 +128,11 @@ class Codec(Protocol):
     @property
     def peer_version(self) -> tuple[int, int]: ...
 
+    @property
+    def handshake_commands_received(self) -> int:
+        """Handshake commands the peer has sent so far (how far it got)."""
+        ...
+
     def start(self) -> bytes:
         """The first bytes to send (the greeting)."""
         ...
@@ -185,6 +190,12 @@ class StreamTransport(Protocol):
 
     def codec(self, socket_type: str, options: Options) -> Codec:
         """A fresh codec for one connection of a socket of ``socket_type``."""
+        ...
+
+    def abort(self, stream: trio.abc.Stream) -> None:
+        """The runtime is about to close ``stream`` to cut it (a flood's connection):
+        make the close abrupt where the transport can (a TCP reset leaves no
+        ``TIME_WAIT`` behind), or do nothing."""
         ...
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import struct
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ __all__ = [
     "TCP",
     "TCPListener",
     "TcpTransport",
+    "abort_on_close",
     "connect_tcp",
     "format_sockaddr",
     "listen_tcp",
@@ -28,6 +31,21 @@ __all__ = [
 
 # libzmq's ZMQ_BACKLOG default is 100; a little more costs nothing.
 DEFAULT_BACKLOG = 128
+
+
+def abort_on_close(stream: trio.abc.Stream) -> None:
+    """Make closing a TCP ``stream`` send a reset rather than a FIN (``SO_LINGER`` 0).
+
+    For connections a server cuts in their handshake (a flood's): a reset leaves no
+    ``TIME_WAIT`` entry behind on the server, however many it cuts. Streams that are
+    not TCP sockets are left alone.
+    """
+    sock = getattr(stream, "socket", None)
+    if sock is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+        return
+    # OSError: already reset by the peer, so closing sends nothing anyway
+    with contextlib.suppress(OSError):
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def format_sockaddr(sockaddr: tuple[str, int] | tuple[str, int, int, int]) -> str:
@@ -156,6 +174,10 @@ class TcpTransport:
     def codec(self, socket_type: str, options: Options) -> Codec:
         """ZMTP."""
         return zmtp_codec(socket_type, options)
+
+    def abort(self, stream: trio.abc.Stream) -> None:
+        """Close with a reset (see :func:`abort_on_close`)."""
+        abort_on_close(stream)
 
 
 #: the tcp transport of the table
