@@ -38,7 +38,7 @@ import trizmq
 from trizmq import transport
 from trizmq._endpoint import parse_endpoint
 from trizmq._options import validate_options
-from trizmq.nursery.engine import SocketEngine, address_group
+from trizmq.nursery.slots import HandshakeSlots, address_group
 from trizmq.testing import VirtualNetwork
 from trizmq.zmtp import Connection, CurveClientMechanism
 
@@ -315,25 +315,25 @@ def test_eviction_counts_handshakes_by_host_or_ipv6_network(address: str, group:
 
 
 async def test_eviction_picks_the_oldest_handshake_of_the_busiest_address() -> None:
-    async with trio.open_nursery() as nursery:
-        options = validate_options("PULL", {"max_handshakes": 5})
-        engine = SocketEngine("PULL", options, object(), nursery, lambda: None, lambda: None)
-        lone = engine.take_handshake_slot("192.0.2.1:1000")  # the oldest of all
-        busy = [engine.take_handshake_slot(f"192.0.2.2:{port}") for port in range(2000, 2003)]
-        other = engine.take_handshake_slot("192.0.2.3:3000")
-        # the busiest address loses its oldest, however old the others are
-        for victim in busy[:2]:
-            engine.evict_handshake("tcp://test")
-            assert victim.evicted and victim.scope.cancel_called
-        # three addresses with one handshake each: the oldest goes
-        for victim in (lone, busy[2], other):
-            engine.evict_handshake("tcp://test")
-            assert victim.evicted and victim.scope.cancel_called
-        assert engine.handshaking == {}
-        assert engine.handshakes_evicted == 5
-        # nothing left to evict: the acceptor then just waits for a slot
-        engine.evict_handshake("tcp://test")
-        assert engine.handshakes_evicted == 5
+    # the slots of one socket, as its acceptor uses them
+    options = validate_options("PULL", {"max_handshakes": 5})
+    slots = HandshakeSlots(options)
+    lone = slots.take("192.0.2.1:1000")  # the oldest of all
+    busy = [slots.take(f"192.0.2.2:{port}") for port in range(2000, 2003)]
+    other = slots.take("192.0.2.3:3000")
+    # the busiest address loses its oldest, however old the others are
+    for victim in busy[:2]:
+        slots.evict("tcp://test")
+        assert victim.evicted and victim.scope.cancel_called
+    # three addresses with one handshake each: the oldest goes
+    for victim in (lone, busy[2], other):
+        slots.evict("tcp://test")
+        assert victim.evicted and victim.scope.cancel_called
+    assert slots.handshaking == {}
+    assert slots.evicted == 5
+    # nothing left to evict: the acceptor then just waits for a slot
+    slots.evict("tcp://test")
+    assert slots.evicted == 5
 
 
 # -- real TCP floods against a libzmq peer ---------------------------------------------
