@@ -147,8 +147,11 @@ class SocketLife:
     async def aclose(self) -> None:
         """Close: flush pending messages for up to ``linger`` seconds, then stop.
 
-        Idempotent and shielded from cancellation for at most ``linger``; after it,
-        every operation raises ``trio.ClosedResourceError``.
+        Idempotent. ``linger=None`` waits until every queued message is written. An
+        enclosing cancellation (a cancel scope around the ``async with`` or this
+        call) cuts the flush short: the socket still closes, at once, every task
+        and descriptor released, and ``Cancelled`` goes on as trio expects. After
+        it, every operation raises ``trio.ClosedResourceError``.
         """
         await self._teardown(self._options.linger)
 
@@ -166,9 +169,9 @@ class SocketLife:
         self._outgoing = []
         self._closed_event = trio.Event()
         try:
-            with trio.CancelScope(shield=True):
-                if self._runtime is not None:
-                    await self._runtime.close(linger)
+            if self._runtime is not None:
+                # cancellable only while it waits for the queues to drain (linger)
+                await self._runtime.close(linger)
         finally:
             self._closed = True
             self._wake_receivers()

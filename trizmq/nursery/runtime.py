@@ -230,25 +230,34 @@ class SocketRuntime:
 
     # -- close --------------------------------------------------------------------------------
     async def close(self, linger: float | None) -> None:
-        """Unbind everything, flush for ``linger`` seconds, then cancel every task."""
+        """Unbind everything, flush for ``linger`` seconds, then cancel every task.
+
+        Only the flush can be cut short: an enclosing cancellation abandons it (trio's
+        rule for ``aclose``: a cancelled close still closes, promptly), and the rest,
+        which is bounded, runs shielded whatever happens.
+        """
         self.closing = True
-        for endpoint in list(self.listeners):
-            try:
-                await self.unbind(endpoint)
-            except OSError as exc:  # pragma: no cover - unbinding our own listener
-                log.debug("%s: unbind on close failed: %s", endpoint, exc)
-        if linger is None or linger > 0:
-            with trio.move_on_after(math.inf if linger is None else linger):
-                while not self.peers.all_flushed():
-                    await self.peers.flush_lot.park()
-        for key, connected in list(self.connecters.items()):
-            if not isinstance(connected, Connecter):
-                del self.connecters[key]
-                await connected.aclose()
-        for peer in self.peers:
-            if peer.shared_queue and peer.closer is not None:
-                peer.closer()
-        self.nursery.cancel_scope.cancel()
+        try:
+            with trio.CancelScope(shield=True):
+                for endpoint in list(self.listeners):
+                    try:
+                        await self.unbind(endpoint)
+                    except OSError as exc:  # pragma: no cover - unbinding our own listener
+                        log.debug("%s: unbind on close failed: %s", endpoint, exc)
+            if linger is None or linger > 0:
+                with trio.move_on_after(math.inf if linger is None else linger):
+                    while not self.peers.all_flushed():
+                        await self.peers.flush_lot.park()
+        finally:
+            with trio.CancelScope(shield=True):
+                for key, connected in list(self.connecters.items()):
+                    if not isinstance(connected, Connecter):
+                        del self.connecters[key]
+                        await connected.aclose()
+            for peer in self.peers:
+                if peer.shared_queue and peer.closer is not None:
+                    peer.closer()
+            self.nursery.cancel_scope.cancel()
 
     def statistics(self) -> dict[str, object]:
         """Endpoints, live peers and queue lengths."""
