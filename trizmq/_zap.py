@@ -21,6 +21,17 @@ Rules:
   address lists apply.
 * ``domain``: if given, the authenticator answers only for that ZAP domain and
   refuses the others.
+* A custom policy overrides :meth:`Authenticator.authenticate`, as a plain method
+  or as ``async def``. A plain override runs in a worker thread (at most
+  :data:`POLICY_THREADS` at once per authenticator), so a policy that blocks (a
+  database, a file) never stalls the sockets of the process; an ``async`` one runs
+  in the handshake's task. Either is bounded by the handshake's ``handshake_ivl``.
+* Fail closed: a policy that raises, or answers something that is not a
+  ``(code, text, user id, metadata)`` reply, refuses that client with status 500
+  and logs the exception with its traceback; the socket and the process go on.
+* PLAIN passwords are compared in constant time (``hmac.compare_digest``), and
+  an unknown user costs the same comparison, so timing tells nothing about which
+  users exist.
 
 Without an authenticator, as in libzmq 4.3, a CURVE server admits any client that
 completes the handshake, and a PLAIN server refuses every client.
@@ -28,10 +39,13 @@ completes the handshake, and a PLAIN server refuses every client.
 
 from __future__ import annotations
 
+import hmac
+import inspect
 import ipaddress
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from types import TracebackType
+from typing import Any
 
 import attrs
 import trio
@@ -47,6 +61,13 @@ _CURRENT: trio.lowlevel.RunVar[Authenticator | None] = trio.lowlevel.RunVar(
     "trizmq_authenticator", default=None
 )
 ZAP_VERSION = b"1.0"
+#: worker threads a plain (blocking) policy override may occupy at once, per authenticator
+POLICY_THREADS = 4
+#: what an unknown PLAIN user's password is compared with, so that it costs the same
+_NOBODY = b"\x00" * 32
+
+#: (status code, status text, user id, metadata): what a policy answers
+Verdict = tuple[str, str, bytes, dict[str, bytes]]
 
 
 def current_authenticator() -> Authenticator | None:
@@ -129,6 +150,7 @@ class Authenticator:
         #: how many requests were admitted and refused
         self.admitted = 0
         self.refused = 0
+        self._policy_threads = trio.CapacityLimiter(POLICY_THREADS)
 
     async def __aenter__(self) -> Authenticator:
         if _CURRENT.get() is not None:
@@ -159,7 +181,7 @@ class Authenticator:
                 b"",
                 b"",
             ]
-        code, text, user_id, metadata = self.authenticate(request)
+        code, text, user_id, metadata = await self._decide(request)
         if code == "200":
             self.admitted += 1
         else:
@@ -177,8 +199,36 @@ class Authenticator:
             encode_metadata(metadata),
         ]
 
-    def authenticate(self, request: ZapRequestFrames) -> tuple[str, str, bytes, dict[str, bytes]]:
-        """(status code, status text, user id, metadata) for one request; override freely."""
+    async def _decide(self, request: ZapRequestFrames) -> Verdict:
+        """The policy's verdict, run where it cannot stall the process (see the module
+        docstring); a policy that raises or answers nonsense refuses with 500."""
+        policy: Any = self.authenticate
+        try:
+            if type(self).authenticate is Authenticator.authenticate:
+                verdict = policy(request)  # the built-in rules: quick, no I/O
+            elif inspect.iscoroutinefunction(policy):
+                verdict = await policy(request)
+            else:
+                verdict = await trio.to_thread.run_sync(
+                    policy, request, limiter=self._policy_threads, abandon_on_cancel=True
+                )
+            if isinstance(verdict, Awaitable):
+                verdict = await verdict
+            return _checked(verdict)
+        except Exception:
+            log.exception(
+                "ZAP: the authenticator failed on %s client %s; refused (500)",
+                request.mechanism,
+                request.address,
+            )
+            return "500", "internal error in the authenticator", b"", {}
+
+    def authenticate(self, request: ZapRequestFrames) -> Verdict:
+        """(status code, status text, user id, metadata) for one request.
+
+        Override freely, as a plain method (run in a worker thread) or ``async def``
+        (run in the handshake's task); see the module docstring.
+        """
         if self.domain is not None and request.domain != self.domain:
             return "400", "unknown domain", b"", {}
         refused = self.check_address(request.address)
@@ -190,7 +240,10 @@ class Authenticator:
             if len(request.credentials) != 2:
                 return "400", "bad credentials", b"", {}
             user, password = request.credentials
-            if self.passwords is None or self.passwords.get(user) != password:
+            expected = self.passwords.get(user) if self.passwords is not None else None
+            # the same comparison whether or not the user exists: no timing oracle
+            matches = hmac.compare_digest(password, _NOBODY if expected is None else expected)
+            if expected is None or not matches:
                 return "400", "invalid username or password", b"", {}
             return "200", "OK", user, {}
         if request.mechanism == "CURVE":
@@ -215,3 +268,21 @@ class Authenticator:
         if self.allow is not None and not any(ip in net for net in self.allow):
             return "address not allowed"
         return ""
+
+
+def _checked(verdict: object) -> Verdict:
+    """A policy's answer if it has the shape of one; ``TypeError`` otherwise."""
+    if (
+        isinstance(verdict, tuple)
+        and len(verdict) == 4
+        and isinstance(verdict[0], str)
+        and isinstance(verdict[1], str)
+        and isinstance(verdict[2], (bytes, bytearray))
+        and isinstance(verdict[3], Mapping)
+    ):
+        code, text, user_id, metadata = verdict
+        encode_metadata(dict(metadata))  # fails here, not in the reply
+        return code, text, bytes(user_id), dict(metadata)
+    raise TypeError(
+        f"authenticate() must return (code, text, user_id, metadata), not {verdict!r}"
+    )

@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from .slots import HandshakeSlot, HandshakeSlots
 
 __all__ = ["RECEIVE_SIZE", "ConnectionLost", "Zap", "handshake"]
+
+log = logging.getLogger("trizmq")
 
 #: bytes asked of each read
 RECEIVE_SIZE = 256 * 1024
@@ -80,7 +83,9 @@ class Zap:
             if request.mechanism == b"PLAIN":
                 return ZapReply("400", "no authenticator: a PLAIN server admits nobody")
             return ZapReply("200", "OK")
-        reply = await handler.handle(self.request(request.mechanism, request.credentials, peer))
+        reply = await self._answer(request.mechanism, request.credentials, peer)
+        if reply is None:
+            return ZapReply("500", "internal error in the authenticator")
         code = reply[2].decode("ascii", "replace") if len(reply) > 2 else "500"
         text = reply[3].decode("utf-8", "replace") if len(reply) > 3 else ""
         user_id = reply[4] if len(reply) > 4 else b""
@@ -94,11 +99,23 @@ class Zap:
         """NULL consults ZAP only for sockets with a zap_domain, as in libzmq."""
         if self.options.security is not None or not self.options.zap_domain:
             return True
-        handler = current_authenticator()
-        if handler is None:
+        if current_authenticator() is None:
             return True
-        reply = await handler.handle(self.request(b"NULL", (), peer))
-        return len(reply) > 2 and reply[2] == b"200"
+        reply = await self._answer(b"NULL", (), peer)
+        return reply is not None and len(reply) > 2 and reply[2] == b"200"
+
+    async def _answer(
+        self, mechanism: bytes, credentials: tuple[bytes, ...], peer: Peer
+    ) -> list[bytes] | None:
+        """The run's authenticator's reply frames; None when it failed (fail closed:
+        logged with its traceback, the client refused, the socket unharmed)."""
+        handler = current_authenticator()
+        assert handler is not None
+        try:
+            return await handler.handle(self.request(mechanism, credentials, peer))
+        except Exception:
+            log.exception("%s: the authenticator failed; the client is refused", peer.endpoint)
+            return None
 
 
 async def _send_quietly(stream: trio.abc.Stream, data: bytes) -> None:

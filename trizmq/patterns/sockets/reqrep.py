@@ -7,7 +7,8 @@ Rules:
 * ROUTER prefixes each incoming message with the routing id of the peer it came
   from, and routes each outgoing message by its first frame. A peer announces its
   id in the Identity property; otherwise the ROUTER makes one as libzmq does
-  (``00`` + a 32-bit counter from a random start). An id already held by a live
+  (``00`` + a 32-bit counter from a random start); an announced id that starts with
+  a zero byte is reserved for those and treated as none. An id already held by a live
   peer leaves the newcomer unrouted (its messages are dropped) unless
   ``router_handover`` is set, in which case the newcomer takes the id and the old
   peer is disconnected. An unknown id is dropped silently, or raises
@@ -185,7 +186,10 @@ class RouterStrategy(SocketStrategy):
 
     def connected(self, peer: PeerLike) -> None:
         rid = peer.identity or b""
-        if rid:
+        # ids that start with a zero byte are the generated ones (libzmq reserves
+        # them): one announced by a peer is treated as none, so that it can never
+        # take over the route of an anonymous peer
+        if rid and rid[0] != 0:
             holder = self.routes.get(rid)
             if holder is not None and holder is not peer:
                 if not self.handover:
