@@ -17,13 +17,16 @@ import attrs
 from ._endpoint import Endpoint, parse_endpoint
 from ._errors import EndpointError
 
-__all__ = ["DEFAULT_LINGER", "OPTIONS", "Options", "validate_options"]
+__all__ = ["DEFAULT_LINGER", "DEFAULT_MAX_FRAMES", "OPTIONS", "Options", "validate_options"]
 
 if TYPE_CHECKING:
     from ._security import Security
 
 #: seconds a closing socket keeps flushing (see docs/getting-started.md)
 DEFAULT_LINGER = 1.0
+#: the most frames one incoming message may have (libzmq has no such bound): a real
+#: message has a handful; 65,536 tiny frames already cost ~3 MB of objects
+DEFAULT_MAX_FRAMES = 65_536
 
 
 def _number(name: str, value: object, *, allow_none: bool, positive: bool = False) -> float | None:
@@ -64,6 +67,14 @@ def _maxmsgsize(name: str, value: object) -> int:
         return -1
     if isinstance(value, bool) or not isinstance(value, int) or value < -1:
         raise ValueError(f"{name} must be an int >= 0, or None / -1 for no limit, not {value!r}")
+    return value
+
+
+def _frames_limit(name: str, value: object) -> int:
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1):
+        raise ValueError(f"{name} must be an int >= 1, or None / -1 for no limit, not {value!r}")
     return value
 
 
@@ -178,6 +189,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "handshake_ivl": OptionSpec(30.0, _positive_or_none),
     "immediate": OptionSpec(False, _flag),
     "maxmsgsize": OptionSpec(-1, _maxmsgsize),
+    "max_frames": OptionSpec(DEFAULT_MAX_FRAMES, _frames_limit),
     "security": OptionSpec(None, _security),
     "zap_domain": OptionSpec("", _zap_domain),
     "max_handshakes": OptionSpec(100, _count),
@@ -214,6 +226,7 @@ class Options:
     handshake_ivl: float | None = 30.0
     immediate: bool = False
     maxmsgsize: int = -1
+    max_frames: int = DEFAULT_MAX_FRAMES
     security: Security | None = None
     zap_domain: str = ""
     max_handshakes: int = 100

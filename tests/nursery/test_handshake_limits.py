@@ -380,9 +380,10 @@ async def test_an_oversized_curve_frame_is_refused_at_its_outer_header(
             endpoint = await pull.bind("tcp://127.0.0.1:0")
             stream, conn = await raw_curve_handshake(endpoint, server_public)
             async with stream:
-                # a boxed message within the limit is delivered
-                await stream.send_all(conn.encode_message([b"x" * 1024]))
-                assert await pull.recv() == b"x" * 1024
+                # a boxed message within the limit (its wire size: 1015 bytes and a
+                # 9-byte header) is delivered
+                await stream.send_all(conn.encode_message([b"x" * 1015]))
+                assert await pull.recv() == b"x" * 1015
                 # an outer MESSAGE frame header declaring more: only its 9 header bytes
                 # are sent; trizmq hangs up without waiting for (or decrypting) a body
                 await stream.send_all(b"\x02" + struct.pack(">Q", declared))
@@ -401,8 +402,9 @@ async def test_an_oversized_curve_frame_is_refused_at_its_outer_header(
 async def test_maxmsgsize_through_curve_between_trizmq_sockets(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """maxmsgsize bounds the plaintext: exactly the limit passes, one byte more drops
-    the connection (the message is lost), and the client reconnects for the next."""
+    """maxmsgsize bounds the plaintext's wire size: exactly the limit passes (4087
+    bytes and a 9-byte header), one byte more drops the connection (the message is
+    lost), and the client reconnects for the next."""
     caplog.set_level(logging.WARNING, logger="trizmq")
     server_public, server_secret = trizmq.curve_keypair()
     public, secret = trizmq.curve_keypair()
@@ -418,9 +420,9 @@ async def test_maxmsgsize_through_curve_between_trizmq_sockets(
                 trizmq.Push(security=client, connect=endpoint, linger=0) as push,
                 push.monitor() as events,
             ):
-                await push.send(b"a" * 4096)
-                assert await pull.recv() == b"a" * 4096
-                await push.send(b"b" * 4097)
+                await push.send(b"a" * 4087)
+                assert await pull.recv() == b"a" * 4087
+                await push.send(b"b" * 4088)
                 # once the client has seen the server hang up, what it sends waits in
                 # its queue for the next connection (sent earlier, it could be lost
                 # on the dying one, as in any ZeroMQ)

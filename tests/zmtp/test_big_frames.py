@@ -232,7 +232,8 @@ def test_in_message_while_a_large_frame_is_half_received() -> None:
 
 
 def test_maxmsgsize_refuses_a_large_frame_at_its_header() -> None:
-    conn = handshaken(maxmsgsize=MIB)
+    # maxmsgsize counts the wire size: a MIB body and its 9-byte header fit exactly
+    conn = handshaken(maxmsgsize=MIB + 9)
     big = body(MIB, 9)
     assert feed(conn, raw_frame(0x00, big), 65536) == [[big]]
     header = raw_frame(0x00, body(MIB + 1, 9))[:9]
@@ -246,7 +247,9 @@ def test_maxmsgsize_refuses_a_large_frame_at_its_header() -> None:
 
 
 def test_maxmsgsize_checks_each_large_frame_of_a_message() -> None:
-    conn = handshaken(maxmsgsize=100 * KIB)
+    # the whole message counts: two frames of 100 KiB and their headers fit exactly,
+    # one byte more in the second is refused at its header
+    conn = handshaken(maxmsgsize=2 * (100 * KIB + 9))
     ok = body(100 * KIB, 10)
     data = raw_frame(0x01, ok) + raw_frame(0x00, body(100 * KIB + 1, 10))
     assert conn.receive_data(data[:50_000]) == []

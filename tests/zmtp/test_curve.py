@@ -438,7 +438,8 @@ def test_late_handshake_command_inside_message() -> None:
 
 def test_maxmsgsize_checked_on_the_outer_frame() -> None:
     raw = RawCurveClient()
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=10)
+    # maxmsgsize counts the plaintext's wire size: 10 bytes and a 2-byte header
+    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
     conn.start()
     ready_server(raw, conn)
     assert conn.receive_data(raw.message(3, 0, b"x" * 10)) == [[b"x" * 10]]

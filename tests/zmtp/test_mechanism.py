@@ -135,7 +135,8 @@ def test_wrapped_inner_flags_checked() -> None:
 
 
 def test_wrapped_maxmsgsize_counts_the_overhead() -> None:
-    conn = Connection("PAIR", mechanism=Wrapping(), maxmsgsize=4)
+    # the plaintext counts with its header: 4 bytes and a 2-byte header
+    conn = Connection("PAIR", mechanism=Wrapping(), maxmsgsize=6)
     conn.start()
     conn.receive_data(raw_greeting(mechanism=b"WRAP-TEST") + raw_command(b"READY"))
     assert conn.receive_data(raw_frame(0x00, b"\x00abcd")) == [[b"abcd"]]

@@ -161,7 +161,8 @@ def test_command_with_more_refused(conn: Connection, flags: int) -> None:
 
 
 def test_oversize_short_frame_refused_on_header() -> None:
-    conn = handshaken(maxmsgsize=10)
+    # maxmsgsize counts the wire size: 10 bytes and their 2-byte header
+    conn = handshaken(maxmsgsize=12)
     assert conn.receive_data(b"\x00\x0a" + b"x" * 10) == [[b"x" * 10]]
     with pytest.raises(ProtocolError, match="maxmsgsize"):
         conn.receive_data(b"\x01\x0b")  # header only: no body byte was sent

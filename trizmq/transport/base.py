@@ -321,6 +321,7 @@ def zmtp_codec(socket_type: str, options: Options) -> Codec:
         socket_type,
         identity=options.routing_id or b"",
         maxmsgsize=options.maxmsgsize,
+        max_frames=options.max_frames,
         mechanism=security.mechanism() if security is not None else None,
     )
 

@@ -13,10 +13,14 @@ raises one again.
 
 Strategy for the decoder:
 
-* Never trust a declared length. A frame's size is checked (``maxmsgsize``; 64 KiB
-  per command during the handshake; message frames refused before the handshake
-  ends) as soon as its header is complete, before any of its body is kept. Bodies
-  accumulate as they arrive; nothing is pre-allocated.
+* Never trust a declared length. A frame's size is checked as soon as its header is
+  complete, before any of its body is kept: a message's *wire size* so far (every
+  frame's header and body, so millions of empty frames count too) against
+  ``maxmsgsize``, its number of frames against ``max_frames``, a command's size
+  against ``maxmsgsize`` (64 KiB per command during the handshake; message frames
+  are refused before the handshake ends). Bodies accumulate as they arrive;
+  nothing is pre-allocated. For CURVE the count is of the plaintext frames with
+  the headers they would have unencrypted.
 * ``_need`` records how many buffered bytes the next step requires, so the
   pieces of a frame are only appended to one ``bytearray`` until it is whole,
   then parsed once.
@@ -165,6 +169,7 @@ class Connection:
         mechanism: Mechanism | None = None,
         identity: bytes = b"",
         maxmsgsize: int = -1,
+        max_frames: int = -1,
         metadata: Mapping[str, bytes] | None = None,
         check_socket_type: bool = True,
     ) -> None:
@@ -174,6 +179,8 @@ class Connection:
             raise ValueError(f"identity is at most {_MAX_IDENTITY} bytes")
         if maxmsgsize < -1:
             raise ValueError("maxmsgsize must be -1 (no limit) or >= 0")
+        if max_frames < -1 or max_frames == 0:
+            raise ValueError("max_frames must be -1 (no limit) or >= 1")
         local: dict[str, bytes] = {"Socket-Type": socket_type.encode("ascii")}
         if socket_type in SENDS_IDENTITY:
             local["Identity"] = bytes(identity)
@@ -189,6 +196,9 @@ class Connection:
         self._maxmsgsize = maxmsgsize
         # a single comparison per frame covers both the option and the grammar's cap
         self._limit = maxmsgsize if maxmsgsize >= 0 else MAX_FRAME_SIZE
+        self._max_frames = max_frames if max_frames > 0 else MAX_FRAME_SIZE
+        #: the wire size of the message in progress (its frames so far)
+        self._used = 0
         self._check_socket_type = check_socket_type
 
         self._started = False
@@ -375,6 +385,7 @@ class Connection:
         if not self._big_flags & MORE:
             events.append(frames)
             self._frames = []
+            self._used = 0
         self._parse_keeping_rest(src, missing, events)
         return events
 
@@ -417,6 +428,7 @@ class Connection:
         self._state = _State.FINISHED
         self._buf.clear()
         self._frames = []
+        self._used = 0
         self._big = None
         self._big_skip = 0
         self._big_missing = 0
@@ -550,12 +562,22 @@ class Connection:
             return ProtocolError(f"frame size {size} exceeds 2^63-1")
         return ProtocolError(f"frame of {size} bytes exceeds maxmsgsize {self._maxmsgsize}")
 
+    def _overlong(self, used: int, frames: int) -> ProtocolError:
+        """The message in progress broke a limit: its wire size or its frame count."""
+        if used > self._limit:
+            return ProtocolError(
+                f"message of {used} bytes on the wire so far exceeds maxmsgsize {self._maxmsgsize}"
+            )
+        return ProtocolError(f"message of more than {frames} frames exceeds max_frames")
+
     def _parse_traffic(self, src: bytes, pos: int, events: list[Received]) -> int:
         # the hot path: locals only, one slice per frame and, but for a short last
         # frame, one dict lookup
         n = len(src)
         frames = self._frames
         limit = self._limit
+        max_frames = self._max_frames
+        used = self._used
         header_sizes = _HEADER_SIZE
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
@@ -565,15 +587,19 @@ class Connection:
                 # a short last frame, the commonest by far: no table lookup
                 size = src[pos + 1]
                 end = pos + 2 + size
-                if end <= n and size <= limit:
-                    if frames:
+                if end <= n:
+                    if not frames:
+                        if end - pos <= limit:
+                            append([src[pos + 2 : end]])
+                            pos = end
+                            continue
+                    elif used + end - pos <= limit and len(frames) < max_frames:
                         frames.append(src[pos + 2 : end])
                         append(frames)
                         frames = []
-                    else:
-                        append([src[pos + 2 : end]])
-                    pos = end
-                    continue
+                        used = 0
+                        pos = end
+                        continue
             header_size = header_sizes.get(flags)
             if header_size is None:
                 raise ProtocolError(flags_error(flags))
@@ -583,6 +609,11 @@ class Connection:
             size = src[pos + 1] if header_size == 2 else unpack_long(src, pos)[1]
             if size > limit:
                 raise self._oversize(size)
+            if not flags & COMMAND:
+                # the message so far, this frame included, on the wire
+                used += header_size + size
+                if used > limit or len(frames) >= max_frames:
+                    raise self._overlong(used, len(frames))
             start = pos + header_size
             end = start + size
             if end > n:
@@ -592,6 +623,8 @@ class Connection:
                     self._start_big(src, start, flags, end - n)
                     pos = n
                     break
+                if not flags & COMMAND:
+                    used -= header_size + size  # counted again when it is whole
                 self._need = end - pos
                 break
             if flags & COMMAND:
@@ -604,10 +637,12 @@ class Connection:
                 frames.append(src[start:end])
                 append(frames)
                 frames = []
+                used = 0
             pos = end
         else:
             self._need = 0
         self._frames = frames
+        self._used = used
         return pos
 
     def _parse_wrapped(self, src: bytes, pos: int, events: list[Received]) -> int:
@@ -615,14 +650,15 @@ class Connection:
         # not interpreted beyond their validity, as libzmq accepts any
         mechanism = self._mechanism
         limit = self._limit
-        outer_limit = limit + mechanism.overhead
+        overhead = mechanism.overhead
         while True:
             header = self._header(src, pos)
             if header is None:
                 break
             _, start, size = header
-            if size > outer_limit:
-                raise self._oversize(size - mechanism.overhead)
+            # the inner frame has size - overhead bytes and a header of 2 at least
+            if size - overhead + 2 > limit:
+                raise self._oversize(size - overhead)
             end = start + size
             if end > len(src):
                 self._need = end - pos
@@ -638,10 +674,15 @@ class Connection:
                 if self._dead is not None:
                     break
             else:
-                self._frames.append(body)
+                frames = self._frames
+                self._used += len(body) + (2 if len(body) < 256 else 9)
+                if self._used > limit or len(frames) >= self._max_frames:
+                    raise self._overlong(self._used, len(frames))
+                frames.append(body)
                 if not flags & MORE:
-                    events.append(self._frames)
+                    events.append(frames)
                     self._frames = []
+                    self._used = 0
         return pos
 
     # ------------------------------------------------------------------ output
