@@ -27,6 +27,13 @@ DEFAULT_LINGER = 1.0
 #: the most frames one incoming message may have (libzmq has no such bound): a real
 #: message has a handful; 65,536 tiny frames already cost ~3 MB of objects
 DEFAULT_MAX_FRAMES = 65_536
+#: what a publisher (PUB, XPUB, RADIO) keeps of its peers' subscriptions (or joins):
+#: per peer, their topics' bytes per peer, and for all peers together. A subscription
+#: costs ~220 bytes plus its topic, so a peer at its limits holds ~26 MB at most.
+DEFAULT_MAX_SUBSCRIPTIONS = 100_000
+DEFAULT_MAX_SUBSCRIPTION_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_SUBSCRIPTIONS_TOTAL = 1_000_000
+_PUBLISHERS = frozenset({"PUB", "XPUB", "RADIO"})
 
 
 def _number(name: str, value: object, *, allow_none: bool, positive: bool = False) -> float | None:
@@ -198,6 +205,11 @@ OPTIONS: dict[str, OptionSpec] = {
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "xpub_verbose": OptionSpec(False, _flag, frozenset({"XPUB"})),
+    "max_subscriptions": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS, _count, _PUBLISHERS),
+    "max_subscriptions_total": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS_TOTAL, _count, _PUBLISHERS),
+    "max_subscription_bytes": OptionSpec(
+        DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, frozenset({"PUB", "XPUB"})
+    ),
     "probe_router": OptionSpec(False, _flag, frozenset({"ROUTER", "DEALER", "REQ"})),
     "req_correlate": OptionSpec(False, _flag, frozenset({"REQ"})),
     "req_relaxed": OptionSpec(False, _flag, frozenset({"REQ"})),
@@ -235,6 +247,9 @@ class Options:
     router_mandatory: bool = False
     router_handover: bool = False
     xpub_verbose: bool = False
+    max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS
+    max_subscriptions_total: int = DEFAULT_MAX_SUBSCRIPTIONS_TOTAL
+    max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES
     probe_router: bool = False
     req_correlate: bool = False
     req_relaxed: bool = False

@@ -186,3 +186,115 @@ def test_long_frames_count_their_nine_byte_header() -> None:
     assert conn.receive_data(ok) == [[b"x" * 300]]
     with pytest.raises(ProtocolError, match="maxmsgsize"):
         conn.receive_data(b"\x02" + struct.pack(">Q", 301))
+
+
+# -- subscriptions ----------------------------------------------------------------------
+
+
+def subscribe_command(topic: bytes) -> bytes:
+    body = b"\x09SUBSCRIBE" + topic
+    return b"\x04" + bytes([len(body)]) + body
+
+
+SUB_READY = b"\x04" + bytes([len(b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB")]) + (
+    b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB"
+)
+
+
+FLOOD = 200_000
+KEPT = 20_000
+
+
+@pytest.mark.parametrize("socket_type", [trizmq.Pub, trizmq.XPub])
+async def test_a_subscription_flood_is_bounded_and_given_back(
+    caplog: pytest.LogCaptureFixture, socket_type: type[trizmq.Socket]
+) -> None:
+    """A flood of distinct 16-byte SUBSCRIBEs from one raw peer (the attack of
+    1,000,000, at a fifth of the scale, against a tenth of the default bound): the
+    publisher keeps max_subscriptions of them, refuses the rest without dropping the
+    peer, memory stays bounded and is given back when the peer leaves, and a libzmq
+    SUB connected meanwhile keeps receiving."""
+    caplog.set_level(logging.WARNING, logger="trizmq")
+    ctx: Any = zmq.Context.instance()
+    with trio.fail_after(120):
+        async with socket_type(max_subscriptions=KEPT) as pub, trio.open_nursery() as nursery:
+            reported = [0]
+            if socket_type is trizmq.XPub:
+                # an XPUB's application reads the subscriptions it reports
+                async def drain() -> None:
+                    async for _ in pub:
+                        reported[0] += 1
+
+                nursery.start_soon(drain)
+            endpoint = await pub.bind("tcp://127.0.0.1:0")
+            good = ctx.socket(zmq.SUB)
+            good.linger = 0
+            good.setsockopt(zmq.SUBSCRIBE, b"news")
+            good.connect(endpoint)
+            try:
+                host, _, port = endpoint[len("tcp://") :].rpartition(":")
+                tracemalloc.start()
+                try:
+                    baseline = tracemalloc.get_traced_memory()[0]
+                    stream = await trio.open_tcp_stream(host, int(port))
+                    async with stream:
+                        await stream.send_all(NULL_GREETING + SUB_READY)
+                        batch = 10_000
+                        for start in range(0, FLOOD, batch):
+                            await stream.send_all(
+                                b"".join(
+                                    subscribe_command(b"%016d" % n)
+                                    for n in range(start, start + batch)
+                                )
+                            )
+                        # everything sent was applied once the statistics say so
+                        while pub.statistics()["subscriptions_refused"] < FLOOD - KEPT:
+                            await trio.sleep(0.05)
+                        held = tracemalloc.get_traced_memory()[0] - baseline
+                        stats = pub.statistics()
+                        assert stats["subscriptions"] <= KEPT + 1  # the libzmq SUB's too
+                        assert stats["subscriptions_refused"] == FLOOD - KEPT
+                        assert stats["peers"] == 2  # the raw peer was not dropped
+                    # the peer left: its subscriptions and their memory go (an XPUB
+                    # reports the cancel of each: once its application has read them)
+                    while pub.statistics()["peers"] > 1 or (
+                        socket_type is trizmq.XPub and reported[0] < 2 * KEPT + 1
+                    ):
+                        await trio.sleep(0.01)
+                    after = tracemalloc.get_traced_memory()[0] - baseline
+                finally:
+                    tracemalloc.stop()
+                # ~240 bytes a kept subscription, and far from what 200,000 would hold
+                assert held < 16 * MIB, held
+                assert after < 2 * MIB, after
+                refusals = [r for r in caplog.records if "subscriptions refused" in r.getMessage()]
+                assert len(refusals) == 1  # logged once for the peer, counted since
+                while True:  # the libzmq subscriber is served
+                    pub.send_nowait(b"news of the day")
+                    try:
+                        got = good.recv(zmq.NOBLOCK)
+                    except zmq.Again:
+                        await trio.sleep(0.02)
+                        continue
+                    assert got == b"news of the day"
+                    break
+            finally:
+                good.close()
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_ten_mebibyte_topic_is_not_kept() -> None:
+    with trio.fail_after(60):
+        async with trizmq.Pub() as pub:
+            endpoint = await pub.bind("tcp://127.0.0.1:0")
+            host, _, port = endpoint[len("tcp://") :].rpartition(":")
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                topic = b"t" * (10 * MIB)
+                body = b"\x09SUBSCRIBE" + topic
+                await stream.send_all(
+                    NULL_GREETING + SUB_READY + b"\x06" + struct.pack(">Q", len(body)) + body
+                )
+                while pub.statistics()["subscriptions_refused"] < 1:
+                    await trio.sleep(0.01)
+                assert pub.statistics()["subscriptions"] == 0

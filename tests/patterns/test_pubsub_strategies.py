@@ -290,7 +290,12 @@ def test_pub_drops_for_a_full_subscriber_only() -> None:
         assert s.send([payload]) is True
     assert (len(a.out_pipe), len(b.out_pipe), len(c.out_pipe)) == (2, 5, 1)
     assert s.dropped == 3 + 4
-    assert s.statistics() == {"peers": 3, "dropped": 7}
+    assert s.statistics() == {
+        "peers": 3,
+        "dropped": 7,
+        "subscriptions": 3,
+        "subscriptions_refused": 0,
+    }
     # a single full subscriber
     s.detach(b)
     s.detach(c)

@@ -225,9 +225,21 @@ def test_radio_detach() -> None:
     r.send([b"h", b"y"])
     assert a.sent() == []
     assert b.sent() == [[b"g", b"x"]]
-    assert r.statistics() == {"peers": 1, "groups": 1, "dropped": 0}
+    assert r.statistics() == {
+        "peers": 1,
+        "groups": 1,
+        "dropped": 0,
+        "joins": 1,
+        "joins_refused": 0,
+    }
     r.detach(b)
-    assert r.statistics() == {"peers": 0, "groups": 0, "dropped": 0}
+    assert r.statistics() == {
+        "peers": 0,
+        "groups": 0,
+        "dropped": 0,
+        "joins": 0,
+        "joins_refused": 0,
+    }
 
 
 def test_radio_datagram_peer_gets_every_message() -> None:

@@ -159,8 +159,11 @@ class Distribution(Generic[T]):
         "_length_refs",
         "_lengths",
         "_next_rank",
+        "_peak",
         "_prefixes",
         "_rank",
+        "_sizes",
+        "total",
         "version",
     )
 
@@ -179,6 +182,12 @@ class Distribution(Generic[T]):
         #: bumped by every change of peers or subscriptions: a result of
         #: :meth:`matching` stays right for as long as this does not change
         self.version = 0
+        #: subscriptions held, all peers together (a peer's prefix counts once)
+        self.total = 0
+        #: peer -> the bytes of the prefixes it holds
+        self._sizes: dict[T, int] = {}
+        #: the most distinct prefixes ``_holders`` has held since it was last rebuilt
+        self._peak = 0
 
     # -- peers -------------------------------------------------------------------
     def add_peer(self, peer: T) -> None:
@@ -186,6 +195,7 @@ class Distribution(Generic[T]):
         if peer in self._prefixes:
             return
         self._prefixes[peer] = {}
+        self._sizes[peer] = 0
         self._rank[peer] = self._next_rank
         self._next_rank += 1
         self.version += 1
@@ -201,6 +211,8 @@ class Distribution(Generic[T]):
         self.version += 1
         vanished = [prefix for prefix in own if self._release(peer, prefix)]
         del self._rank[peer]
+        del self._sizes[peer]
+        self._shrink()
         return vanished
 
     def clear_peer(self, peer: T) -> list[bytes]:
@@ -213,7 +225,19 @@ class Distribution(Generic[T]):
             return []
         self.version += 1
         self._prefixes[peer] = {}
-        return [prefix for prefix in own if self._release(peer, prefix)]
+        self._sizes[peer] = 0
+        vanished = [prefix for prefix in own if self._release(peer, prefix)]
+        self._shrink()
+        return vanished
+
+    def held_by(self, peer: T) -> int:
+        """How many distinct prefixes ``peer`` holds."""
+        own = self._prefixes.get(peer)
+        return 0 if own is None else len(own)
+
+    def bytes_held_by(self, peer: T) -> int:
+        """The bytes of the distinct prefixes ``peer`` holds."""
+        return self._sizes.get(peer, 0)
 
     def peer_prefixes(self, peer: T) -> list[bytes]:
         """The distinct prefixes ``peer`` holds, in subscription order ([] for an unknown peer)."""
@@ -236,9 +260,13 @@ class Distribution(Generic[T]):
             return False
         self.version += 1
         own[prefix] = None
+        self.total += 1
+        self._sizes[peer] += len(prefix)
         holders = self._holders.get(prefix)
         if holders is None:
             self._holders[prefix] = [peer]
+            if len(self._holders) > self._peak:
+                self._peak = len(self._holders)
             _length_added(self._lengths, self._length_refs, len(prefix))
             return True
         rank = self._rank
@@ -262,10 +290,21 @@ class Distribution(Generic[T]):
             return False
         self.version += 1
         del own[prefix]
-        return self._release(peer, prefix)
+        self._sizes[peer] -= len(prefix)
+        vanished = self._release(peer, prefix)
+        self._shrink()
+        return vanished
+
+    def _shrink(self) -> None:
+        """Give memory back: a dict never shrinks by deletion, so once the prefixes
+        held fall to a quarter of their peak, the index is rebuilt at its size."""
+        if self._peak > 1024 and len(self._holders) * 4 < self._peak:
+            self._holders = dict(self._holders)
+            self._peak = len(self._holders)
 
     def _release(self, peer: T, prefix: bytes) -> bool:
         """Take ``peer`` off ``prefix``'s holders; True when none are left."""
+        self.total -= 1
         holders = self._holders[prefix]
         if len(holders) == 1:
             del self._holders[prefix]

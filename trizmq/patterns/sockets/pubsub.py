@@ -17,10 +17,19 @@ Rules:
   from the peer's ZMTP version (3.1 commands, 3.0 messages).
 * When a subscriber leaves, XPUB reports a synthetic cancel for each topic no
   other peer still holds.
+* What a publisher keeps of its peers' subscriptions is bounded
+  (``max_subscriptions`` and ``max_subscription_bytes`` per peer,
+  ``max_subscriptions_total`` for all peers together):
+  a subscription beyond a bound is refused, that is not kept (the peer gets no
+  message for it), counted in ``statistics()["subscriptions_refused"]`` and
+  logged once per peer. The peer keeps its connection: a limit is a matter of
+  memory, not of protocol, and a subscriber that reconnects would only hit it
+  again. A departed peer's subscriptions are forgotten and their memory given back.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -34,6 +43,8 @@ if TYPE_CHECKING:
     from ..._options import Options
 
 __all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
+
+log = logging.getLogger("trizmq")
 
 #: the longest topic frame the routing cache keeps, and how many it keeps at most
 KEY_LIMIT = 256
@@ -62,6 +73,12 @@ class PubStrategy(SocketStrategy):
         super().__init__(options, readable, writable)
         self.subscribers: Distribution[PeerLike] = Distribution()
         self.dropped = 0
+        #: subscriptions refused by the bounds, and the peers told so in the log
+        self.refused = 0
+        self._warned: set[PeerLike] = set()
+        self._max_per_peer = options.max_subscriptions
+        self._max_total = options.max_subscriptions_total
+        self._max_bytes = options.max_subscription_bytes
         # the routing cache (see the class docstring), valid for ``_version``
         self._version = -1
         self._uniform = False
@@ -84,6 +101,7 @@ class PubStrategy(SocketStrategy):
 
     def detach(self, peer: PeerLike) -> None:
         self.inbound.remove(peer)
+        self._warned.discard(peer)
         self.vanished(self.subscribers.remove_peer(peer))
         # hold no departed peer; the cache is rebuilt at the next send
         self._version = -1
@@ -179,9 +197,35 @@ class PubStrategy(SocketStrategy):
         if peer not in self.subscribers:
             return
         if on:
-            self.subscribers.subscribe(peer, topic)
+            if self.admits(peer, topic):
+                self.subscribers.subscribe(peer, topic)
         else:
             self.subscribers.unsubscribe(peer, topic)
+
+    def admits(self, peer: PeerLike, topic: bytes) -> bool:
+        """Whether a subscription of ``peer`` to ``topic`` fits the bounds (see the module
+        docstring); a refusal is counted and, the first time for a peer, logged."""
+        subscribers = self.subscribers
+        held = subscribers.held_by(peer)
+        size = subscribers.bytes_held_by(peer) + len(topic)
+        if held < self._max_per_peer and size <= self._max_bytes:
+            if subscribers.total < self._max_total:
+                return True
+            why = f"max_subscriptions_total ({self._max_total}) are held"
+        elif held >= self._max_per_peer:
+            why = f"it holds max_subscriptions ({self._max_per_peer}) already"
+        else:
+            why = f"its topics would exceed max_subscription_bytes ({self._max_bytes})"
+        self.refused += 1
+        if peer not in self._warned:
+            self._warned.add(peer)
+            log.warning(
+                "%r: subscriptions refused (%s); further refusals of this peer are counted, "
+                "not logged",
+                peer,
+                why,
+            )
+        return False
 
     def message(self, peer: PeerLike, msg: Message) -> None:
         """A non-subscription message from a subscriber: PUB ignores it."""
@@ -190,7 +234,12 @@ class PubStrategy(SocketStrategy):
         """Topics no peer holds any more."""
 
     def statistics(self) -> dict[str, int]:
-        return {"peers": len(self.subscribers), "dropped": self.dropped}
+        return {
+            "peers": len(self.subscribers),
+            "dropped": self.dropped,
+            "subscriptions": self.subscribers.total,
+            "subscriptions_refused": self.refused,
+        }
 
 
 class XPubStrategy(PubStrategy):
@@ -214,6 +263,8 @@ class XPubStrategy(PubStrategy):
         if peer not in self.subscribers:
             return
         if on:
+            if not self.admits(peer, topic):
+                return
             first = self.subscribers.subscribe(peer, topic)
             if first or self.verbose:
                 self.notify([b"\x01" + topic])

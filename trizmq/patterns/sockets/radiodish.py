@@ -34,6 +34,7 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,8 @@ from .base import Message, PeerLike, SocketStrategy, Wake
 
 if TYPE_CHECKING:
     from ..._options import Options
+
+log = logging.getLogger("trizmq")
 
 __all__ = ["MAX_GROUP_LENGTH", "DishStrategy", "RadioStrategy", "check_group", "is_datagram"]
 
@@ -87,6 +90,13 @@ class RadioStrategy(SocketStrategy):
         #: attached datagram peers: they get every message
         self.broadcast: dict[PeerLike, None] = {}
         self.dropped = 0
+        #: distinct (peer, group) joins held, and the bounds on them (as PUB's
+        #: subscriptions: an excess JOIN is refused, counted, logged once per peer)
+        self.joins = 0
+        self.refused = 0
+        self._warned: set[PeerLike] = set()
+        self._max_per_peer = options.max_subscriptions
+        self._max_total = options.max_subscriptions_total
 
     def attach(self, peer: PeerLike) -> bool:
         if is_datagram(peer):
@@ -103,6 +113,7 @@ class RadioStrategy(SocketStrategy):
         self.broadcast.pop(peer, None)
         self.forget(peer)
         self.joined.pop(peer, None)
+        self._warned.discard(peer)
 
     def disconnected(self, peer: PeerLike) -> None:
         # the DISH replays its joins when it reconnects
@@ -120,6 +131,7 @@ class RadioStrategy(SocketStrategy):
                 peers.pop(peer, None)
                 if not peers:
                     del members[group]
+        self.joins -= len(groups)
         groups.clear()
 
     def join(self, peer: PeerLike, group: bytes) -> None:
@@ -127,9 +139,28 @@ class RadioStrategy(SocketStrategy):
         groups = self.joined.get(peer)
         if groups is None:
             return
+        if group not in groups and not self._admits(peer, len(groups)):
+            return
         groups[group] += 1
         if groups[group] == 1:
+            self.joins += 1
             self.members.setdefault(group, {})[peer] = None
+
+    def _admits(self, peer: PeerLike, held: int) -> bool:
+        """Whether ``peer``, holding ``held`` groups, may join one more."""
+        if held < self._max_per_peer and self.joins < self._max_total:
+            return True
+        self.refused += 1
+        if peer not in self._warned:
+            self._warned.add(peer)
+            log.warning(
+                "%r: joins refused (max_subscriptions %d per peer, max_subscriptions_total "
+                "%d); further refusals of this peer are counted, not logged",
+                peer,
+                self._max_per_peer,
+                self._max_total,
+            )
+        return False
 
     def leave(self, peer: PeerLike, group: bytes) -> None:
         """``peer`` sent LEAVE ``group``: one JOIN fewer; unknown groups are ignored."""
@@ -139,6 +170,7 @@ class RadioStrategy(SocketStrategy):
         groups[group] -= 1
         if groups[group] <= 0:
             del groups[group]
+            self.joins -= 1
             peers = self.members.get(group)
             if peers is not None:
                 peers.pop(peer, None)
@@ -182,6 +214,8 @@ class RadioStrategy(SocketStrategy):
             "peers": len(self.joined) + len(self.broadcast),
             "groups": len(self.members),
             "dropped": self.dropped,
+            "joins": self.joins,
+            "joins_refused": self.refused,
         }
 
 
