@@ -7,16 +7,30 @@ nothing touches a real port or file, and everything follows trio's clock, so wit
 ``MockClock(autojump_threshold=0)`` (pytest-trio's ``autojump_clock`` fixture)
 heartbeat timeouts, reconnect back-off and linger take no real time at all.
 
-Faults are commands, applied at once and deterministic:
+Addresses behave as on one machine: a bind on ``tcp://*:p`` or ``tcp://0.0.0.0:p``
+takes port ``p`` on every address and is reached by a connect to any host at that
+port (``127.0.0.1``, ``localhost``, a name); ``localhost`` means ``127.0.0.1``; a
+second bind that overlaps a bound one fails with ``EADDRINUSE``; a connect nobody
+listens for fails with ``ConnectionRefusedError`` (the socket then backs off).
+
+Faults are commands, checked when they are made, applied at once and deterministic:
 
 * :meth:`VirtualNetwork.cut` breaks every live link to an endpoint (both ends see a
   broken connection, as after a reset);
 * :meth:`VirtualNetwork.stall` stops delivery in one or both directions (bytes
   queue up to the link's capacity, then the sender blocks, as with TCP);
   :meth:`VirtualNetwork.resume` lets them flow again;
-* :meth:`VirtualNetwork.delay` delivers each chunk ``seconds`` after it was sent;
+* :meth:`VirtualNetwork.delay` delivers each chunk ``seconds`` after it was sent,
+  handshake included unless ``handshake=False``;
+* :meth:`VirtualNetwork.drop` drops the next ``count`` whole messages (never a
+  command such as PING or SUBSCRIBE; not under CURVE, see :mod:`._frames`);
 * :meth:`VirtualNetwork.refuse` makes connects fail with ``ConnectionRefusedError``
   until :meth:`VirtualNetwork.admit`.
+
+A fault names a listener by any endpoint that reaches it: after a bind on
+``tcp://*:5555``, ``tcp://127.0.0.1:5555``, ``tcp://localhost:5555`` and
+``tcp://*:5555`` all name it (see :func:`_overlaps`). Faults other than ``cut``
+stand: they also apply to links made later, until undone.
 
 Directions are named from the connecting side: ``"out"`` is connecter → binder,
 ``"in"`` is binder → connecter, ``"both"`` is both.
@@ -25,40 +39,180 @@ Directions are named from the connecting side: ``"out"`` is connecter → binder
 from __future__ import annotations
 
 import errno
+import ipaddress
 import math
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import attrs
 import trio
 
+from .._endpoint import parse_endpoint
+from .._errors import EndpointError
 from .._options import Options
 from ..transport import Codec, Endpoint, Listener, StreamTransport, run_transports, transport_for
+from ._frames import FrameWalker
 
 __all__ = ["VirtualLink", "VirtualNetwork", "VirtualStream", "open_virtual_network"]
 
 #: bytes a direction buffers before the sender blocks (like a socket buffer)
 DEFAULT_CAPACITY = 256 * 1024
 _DIRECTIONS = ("out", "in", "both")
+#: the host a wildcard bind (``*``, ``0.0.0.0``, ``::``) stands for
+_ANY = "*"
+#: ports handed out for ``tcp://host:0`` / ``tcp://host:*`` binds
+_EPHEMERAL = range(40001, 65536)
 
 
+# -- addresses ---------------------------------------------------------------------------
+@attrs.frozen(slots=True)
+class _Address:
+    """A tcp or ipc address in canonical form: what binds and faults are compared by."""
+
+    transport: str
+    #: tcp: ``*`` for any address, ``127.0.0.1`` for localhost, else the host as written
+    #: (lower case, IPv6 compressed); ipc: the path
+    host: str
+    #: tcp only (0 for ipc)
+    port: int = 0
+
+
+def _canonical_host(host: str) -> str:
+    host = host.lower()
+    if host in (_ANY, "localhost"):
+        return _ANY if host == _ANY else "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host  # a name: only itself (and a wildcard bind) reaches it
+    return _ANY if ip.is_unspecified else ip.compressed
+
+
+def _address(endpoint: Endpoint) -> _Address:
+    if endpoint.transport == "tcp":
+        assert endpoint.host is not None and endpoint.port is not None
+        return _Address("tcp", _canonical_host(endpoint.host), endpoint.port)
+    assert endpoint.path is not None
+    return _Address("ipc", endpoint.path)
+
+
+def _overlaps(a: _Address, b: _Address) -> bool:
+    """Whether ``a`` and ``b`` can name the same listener: same ipc path, or same tcp
+    port on the same host or with either a wildcard. Binds conflict by this rule,
+    connects and faults find their listener by it."""
+    if a.transport != b.transport:
+        return False
+    if a.transport == "ipc":
+        return a.host == b.host
+    return a.port == b.port and (a.host == b.host or _ANY in (a.host, b.host))
+
+
+def _display(address: _Address, ipv6: bool) -> str:
+    """The bound endpoint as a socket reports it (``tcp://0.0.0.0:p`` for a wildcard)."""
+    if address.transport == "ipc":
+        return f"ipc://{address.host}"
+    host = address.host
+    if host == _ANY:
+        host = "::" if ipv6 else "0.0.0.0"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"tcp://{host}:{address.port}"
+
+
+# -- argument checks: a bad fault fails at the call, naming the argument ---------------------
+def _fault_endpoint(endpoint: object) -> _Address:
+    if not isinstance(endpoint, str):
+        raise TypeError(
+            f"endpoint must be a str like 'tcp://127.0.0.1:5555', not {type(endpoint).__name__}"
+        )
+    try:
+        parsed = parse_endpoint(endpoint, for_bind=True)
+    except EndpointError as exc:
+        raise ValueError(f"endpoint {endpoint!r} is not a valid endpoint: {exc}") from None
+    if parsed.transport not in ("tcp", "ipc"):
+        raise ValueError(
+            f"endpoint {endpoint!r}: the virtual network carries tcp:// and ipc:// only, "
+            f"so a fault on {parsed.transport}:// could never apply"
+        )
+    if parsed.transport == "tcp" and parsed.port == 0:
+        raise ValueError(
+            f"endpoint {endpoint!r} names no port: give the port that was bound (bind() returns it)"
+        )
+    if parsed.transport == "ipc" and parsed.path == "*":
+        raise ValueError(
+            f"endpoint {endpoint!r} names no path: give the path that was bound (bind() returns it)"
+        )
+    return _address(parsed)
+
+
+def _check_direction(direction: object) -> str:
+    if not isinstance(direction, str):
+        raise TypeError(f"direction must be 'out', 'in' or 'both', not {type(direction).__name__}")
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
+    return direction
+
+
+def _check_seconds(seconds: object) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"seconds must be a number, not {type(seconds).__name__}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(
+            f"seconds must be a finite number >= 0, not {seconds!r} (to hold bytes "
+            "indefinitely, use stall())"
+        )
+    return float(seconds)
+
+
+def _check_count(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise TypeError(f"count must be an int, not {type(count).__name__}")
+    if count < 1:
+        raise ValueError(f"count must be at least 1, not {count!r}")
+    return count
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+# -- links -------------------------------------------------------------------------------
 class _Direction:
     """One direction of a link: timed chunks, a capacity, and fault switches."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, link: VirtualLink, name: str, capacity: int) -> None:
         self.chunks: deque[tuple[float, bytes]] = deque()
         self.buffered = 0
         self.capacity = capacity
         self.delay = 0.0
+        #: False: the delay applies only once this direction's handshake is over
+        self.delay_handshake = True
         self.stalled = False
         self.eof = False
         self.broken = False
         self.readers = trio.lowlevel.ParkingLot()
         self.writers = trio.lowlevel.ParkingLot()
+        #: finds message boundaries, for drop() and delay(handshake=False)
+        network = link.network
+        self.walker = FrameWalker(
+            lambda: network._take_drop(link, name), lambda: bool(network._drops)
+        )
 
     def changed(self) -> None:
         self.readers.unpark_all()
         self.writers.unpark_all()
+
+    def push(self, data: bytes) -> None:
+        """Queue ``data`` for the reader (less any dropped message), timed by the delay."""
+        now = trio.current_time()
+        for piece, handshake in self.walker.feed(data):
+            delay = self.delay if self.delay_handshake or not handshake else 0.0
+            self.chunks.append((now + delay, piece))
+            self.buffered += len(piece)
+        self.readers.unpark_all()
 
 
 class VirtualStream(trio.abc.HalfCloseableStream):
@@ -81,11 +235,8 @@ class VirtualStream(trio.abc.HalfCloseableStream):
                 raise trio.ClosedResourceError("virtual stream is closed")
         if out.broken or out.eof:
             raise trio.BrokenResourceError("virtual link is broken")
-        chunk = bytes(data)
-        if chunk:
-            out.chunks.append((trio.current_time() + out.delay, chunk))
-            out.buffered += len(chunk)
-            out.readers.unpark_all()
+        if data:
+            out.push(bytes(data))
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -143,28 +294,40 @@ class VirtualStream(trio.abc.HalfCloseableStream):
 
 
 class VirtualLink:
-    """One connection: the connecting end, the accepting end, and their directions."""
+    """One connection: the connecting end, the accepting end, and their directions.
 
-    def __init__(self, network: VirtualNetwork, endpoint: str, capacity: int) -> None:
+    ``endpoint`` is the listener's bound endpoint (``tcp://0.0.0.0:5555`` after a bind
+    on ``tcp://*:5555``); ``connected_to`` is the endpoint the connecter asked for.
+    """
+
+    def __init__(
+        self,
+        network: VirtualNetwork,
+        listener: _VirtualListener,
+        connected_to: str,
+        capacity: int,
+    ) -> None:
         self.network = network
-        self.endpoint = endpoint
-        self.out = _Direction(capacity)
-        self.into = _Direction(capacity)
+        self.endpoint = listener.endpoint
+        self.connected_to = connected_to
+        self.address = listener.address
+        self.out = _Direction(self, "out", capacity)
+        self.into = _Direction(self, "in", capacity)
         self.client = VirtualStream(self, self.out, self.into)
         self.server = VirtualStream(self, self.into, self.out)
 
     def directions(self, which: str) -> list[_Direction]:
         """The direction objects named by ``which`` ("out", "in", "both")."""
-        if which not in _DIRECTIONS:
-            raise ValueError(f"direction must be one of {_DIRECTIONS}, not {which!r}")
+        which = _check_direction(which)
         return {"out": [self.out], "in": [self.into], "both": [self.out, self.into]}[which]
 
 
 class _VirtualListener:
     """A bound virtual endpoint; ``accept`` hands out the server ends of new links."""
 
-    def __init__(self, network: VirtualNetwork, endpoint: str) -> None:
+    def __init__(self, network: VirtualNetwork, address: _Address, endpoint: str) -> None:
         self.network = network
+        self.address = address
         self.endpoint = endpoint
         self.pending: deque[VirtualLink] = deque()
         self.lot = trio.lowlevel.ParkingLot()
@@ -183,85 +346,132 @@ class _VirtualListener:
         if not self.closed:
             self.closed = True
             self.lot.unpark_all()
-            self.network.listeners.pop(self.endpoint, None)
+            if self.network.listeners.get(self.endpoint) is self:
+                del self.network.listeners[self.endpoint]
         await trio.lowlevel.checkpoint()
+
+
+@attrs.define(slots=True)
+class _DropFault:
+    """``count`` more messages to drop in ``directions`` of the links it names."""
+
+    address: _Address
+    directions: tuple[str, ...]
+    remaining: int
 
 
 class VirtualNetwork:
-    """The in-memory network of one ``trio.run``; see the module docstring."""
+    """The in-memory network of one ``trio.run``; see the module docstring.
+
+    Every fault method takes an ``endpoint`` that names a listener the way a connect
+    would reach it (``tcp://127.0.0.1:5555``, ``tcp://localhost:5555`` and
+    ``tcp://*:5555`` all name a bind on ``tcp://*:5555``), and checks its arguments at
+    the call: ``TypeError`` for a wrong type, ``ValueError`` for a bad value, each
+    naming the argument.
+    """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
+        #: bound endpoint (as reported by ``bind``) -> listener
         self.listeners: dict[str, _VirtualListener] = {}
+        #: live links, oldest first
         self.links: list[VirtualLink] = []
-        self.refused: set[str] = set()
-        self._next_port = 40000
-        #: (endpoint, direction) -> fault applied to future links too
-        self._stalled: dict[str, str] = {}
-        self._delays: dict[str, tuple[float, str]] = {}
+        #: messages dropped by :meth:`drop` so far
+        self.dropped = 0
+        self._ports = iter(_EPHEMERAL)
+        self._ipc_names = 0
+        # standing faults, applied to future links too
+        self._stalled: dict[_Address, str] = {}
+        self._delays: dict[_Address, tuple[float, str, bool]] = {}
+        self._refused: list[_Address] = []
+        self._drops: list[_DropFault] = []
 
     # -- the transport interface ----------------------------------------------------
-    def _key(self, endpoint: Endpoint) -> str:
-        if endpoint.transport == "tcp" and endpoint.port == 0:
-            self._next_port += 1
-            host = "0.0.0.0" if endpoint.host == "*" else endpoint.host
-            return f"tcp://{host}:{self._next_port}"
-        if endpoint.transport == "tcp" and endpoint.host == "*":
-            return f"tcp://0.0.0.0:{endpoint.port}"
-        if endpoint.transport == "ipc" and endpoint.path == "*":
-            self._next_port += 1
-            return f"ipc://virtual-{self._next_port}"
-        return str(endpoint)
-
     async def listen(self, endpoint: Endpoint) -> _VirtualListener:
-        """Bind ``endpoint`` in the virtual network."""
+        """Bind ``endpoint`` in the virtual network; ``OSError`` (EADDRINUSE) if taken."""
         await trio.lowlevel.checkpoint()
-        key = self._key(endpoint)
-        if key in self.listeners:
-            raise OSError(errno.EADDRINUSE, f"{key}: address already in use (virtual)")
-        listener = _VirtualListener(self, key)
-        self.listeners[key] = listener
+        address = _address(endpoint)
+        if address.transport == "ipc" and address.host == "*":
+            self._ipc_names += 1
+            address = _Address("ipc", f"virtual-{self._ipc_names}")
+        elif address.transport == "tcp" and address.port == 0:
+            address = attrs.evolve(address, port=self._free_port(address))
+        taken = self._listener_for(address)
+        if taken is not None:
+            raise OSError(
+                errno.EADDRINUSE,
+                f"{endpoint}: address already in use by a bind on {taken.endpoint} (virtual)",
+            )
+        ipv6 = endpoint.host is not None and ":" in endpoint.host
+        listener = _VirtualListener(self, address, _display(address, ipv6))
+        self.listeners[listener.endpoint] = listener
         return listener
 
     async def connect(self, endpoint: Endpoint) -> trio.abc.Stream:
         """Connect to ``endpoint``; ``ConnectionRefusedError`` if nothing listens."""
         await trio.lowlevel.checkpoint()
-        key = str(endpoint)
-        listener = self._find(key)
-        if listener is None or key in self.refused:
-            raise ConnectionRefusedError(errno.ECONNREFUSED, f"{key}: connection refused (virtual)")
-        link = VirtualLink(self, listener.endpoint, self.capacity)
-        if key in self._stalled:
-            for direction in link.directions(self._stalled[key]):
-                direction.stalled = True
-        if key in self._delays:
-            seconds, which = self._delays[key]
-            for direction in link.directions(which):
-                direction.delay = seconds
+        listener = self._listener_for(_address(endpoint))
+        if listener is None or any(_overlaps(a, listener.address) for a in self._refused):
+            raise ConnectionRefusedError(
+                errno.ECONNREFUSED, f"{endpoint}: connection refused (virtual)"
+            )
+        link = VirtualLink(self, listener, str(endpoint), self.capacity)
+        for address, which in self._stalled.items():
+            if _overlaps(address, link.address):
+                for direction in link.directions(which):
+                    direction.stalled = True
+        for address, (seconds, which, handshake) in self._delays.items():
+            if _overlaps(address, link.address):
+                for direction in link.directions(which):
+                    direction.delay = seconds
+                    direction.delay_handshake = handshake
         self.links.append(link)
         listener.pending.append(link)
         listener.lot.unpark_all()
         return link.client
 
-    def _find(self, key: str) -> _VirtualListener | None:
-        found = self.listeners.get(key)
-        if found is None and key.startswith("tcp://"):
-            # a connect to 127.0.0.1:p reaches a bind on *:p / 0.0.0.0:p
-            port = key.rsplit(":", 1)[-1]
-            found = self.listeners.get(f"tcp://0.0.0.0:{port}")
+    def _listener_for(self, address: _Address) -> _VirtualListener | None:
+        """The listener a connect to ``address`` reaches: an exact bind, else a wildcard."""
+        found = None
+        for listener in self.listeners.values():
+            if listener.address == address:
+                return listener
+            if _overlaps(listener.address, address):
+                found = listener
         return found
+
+    def _free_port(self, address: _Address) -> int:
+        for port in self._ports:
+            if self._listener_for(attrs.evolve(address, port=port)) is None:
+                return port
+        raise OSError(errno.EADDRINUSE, "no free virtual port left")
 
     def _forget(self, link: VirtualLink) -> None:
         if link.client._closed and link.server._closed and link in self.links:
             self.links.remove(link)
 
-    def _matching(self, endpoint: str | None) -> list[VirtualLink]:
-        return [link for link in self.links if endpoint is None or link.endpoint == endpoint]
+    def _matching(self, address: _Address | None) -> list[VirtualLink]:
+        return [link for link in self.links if address is None or _overlaps(address, link.address)]
+
+    def _take_drop(self, link: VirtualLink, direction: str) -> bool:
+        """Whether the message ``link`` starts sending in ``direction`` is to be dropped."""
+        for fault in self._drops:
+            if direction in fault.directions and _overlaps(fault.address, link.address):
+                fault.remaining -= 1
+                if fault.remaining == 0:
+                    self._drops.remove(fault)
+                self.dropped += 1
+                return True
+        return False
 
     # -- faults ------------------------------------------------------------------------
     def cut(self, endpoint: str | None = None) -> int:
-        """Break every live link to ``endpoint`` (all links if None); returns how many."""
-        links = self._matching(endpoint)
+        """Break every live link to ``endpoint`` (all links if None); returns how many.
+
+        Both ends see ``trio.BrokenResourceError``, as after a reset; bytes still in
+        flight are lost. Links made afterwards are not affected.
+        """
+        links = self._matching(None if endpoint is None else _fault_endpoint(endpoint))
         for link in links:
             for direction in link.directions("both"):
                 direction.broken = True
@@ -270,40 +480,83 @@ class VirtualNetwork:
         return len(links)
 
     def stall(self, endpoint: str, direction: str = "both") -> None:
-        """Stop delivery on links to ``endpoint`` (existing and future) until resumed."""
-        self._stalled[endpoint] = direction
-        for link in self._matching(endpoint):
+        """Stop delivery on links to ``endpoint`` (existing and future) until resumed.
+
+        Bytes sent meanwhile queue up to the link's capacity, then the sender blocks.
+        """
+        address = _fault_endpoint(endpoint)
+        direction = _check_direction(direction)
+        self._stalled[address] = direction
+        for link in self._matching(address):
             for d in link.directions(direction):
                 d.stalled = True
 
     def resume(self, endpoint: str) -> None:
-        """Undo :meth:`stall` for ``endpoint``."""
-        self._stalled.pop(endpoint, None)
-        for link in self._matching(endpoint):
+        """Undo :meth:`stall` for ``endpoint``: stalled bytes flow again, in order."""
+        address = _fault_endpoint(endpoint)
+        for stalled in [a for a in self._stalled if _overlaps(a, address)]:
+            del self._stalled[stalled]
+        for link in self._matching(address):
             for d in link.directions("both"):
                 d.stalled = False
                 d.changed()
 
-    def delay(self, endpoint: str, seconds: float, direction: str = "both") -> None:
-        """Deliver each chunk on links to ``endpoint`` ``seconds`` after it was sent."""
-        if seconds < 0 or math.isnan(seconds):
-            raise ValueError(f"seconds must be >= 0, not {seconds!r}")
-        self._delays[endpoint] = (seconds, direction)
-        for link in self._matching(endpoint):
+    def delay(
+        self, endpoint: str, seconds: float, direction: str = "both", *, handshake: bool = True
+    ) -> None:
+        """Deliver each chunk on links to ``endpoint`` ``seconds`` after it was sent.
+
+        Applies to existing and future links (``seconds=0`` undoes it); chunks already
+        in flight keep their time. With ``handshake=True`` (the default, like a slow
+        network) the greeting and handshake are delayed too, so a connection takes a
+        round trip or more longer to come up; with ``handshake=False`` they pass at once
+        and only what follows the handshake (messages and commands) is delayed.
+        """
+        address = _fault_endpoint(endpoint)
+        seconds = _check_seconds(seconds)
+        direction = _check_direction(direction)
+        handshake = _check_flag("handshake", handshake)
+        if seconds:
+            self._delays[address] = (seconds, direction, handshake)
+        else:
+            self._delays.pop(address, None)
+        for link in self._matching(address):
             for d in link.directions(direction):
                 d.delay = seconds
+                d.delay_handshake = handshake
+
+    def drop(self, endpoint: str, count: int = 1, direction: str = "both") -> None:
+        """Drop the next ``count`` whole messages sent on links to ``endpoint``.
+
+        A message is dropped with all its frames, as the sending side writes it onto
+        any link (existing or future) to ``endpoint`` in ``direction``, until ``count``
+        have been dropped (:attr:`dropped` counts them). Commands (PING, PONG,
+        SUBSCRIBE, CANCEL, the handshake) are never dropped. Under CURVE nothing is
+        dropped: messages travel encrypted, with heartbeats and frame flags hidden,
+        and the peer refuses a gap in the nonces, so a CURVE link leaves the count
+        to other links.
+        """
+        address = _fault_endpoint(endpoint)
+        count = _check_count(count)
+        direction = _check_direction(direction)
+        directions = ("out", "in") if direction == "both" else (direction,)
+        self._drops.append(_DropFault(address, directions, count))
 
     def refuse(self, endpoint: str) -> None:
-        """Make connects to ``endpoint`` fail with ``ConnectionRefusedError``."""
-        self.refused.add(endpoint)
+        """Make new connects to ``endpoint`` fail with ``ConnectionRefusedError``.
+
+        Live links are not affected (:meth:`cut` them too for that).
+        """
+        self._refused.append(_fault_endpoint(endpoint))
 
     def admit(self, endpoint: str) -> None:
         """Undo :meth:`refuse`."""
-        self.refused.discard(endpoint)
+        address = _fault_endpoint(endpoint)
+        self._refused = [a for a in self._refused if not _overlaps(a, address)]
 
     def link_count(self, endpoint: str | None = None) -> int:
         """Live links to ``endpoint`` (all if None)."""
-        return len(self._matching(endpoint))
+        return len(self._matching(None if endpoint is None else _fault_endpoint(endpoint)))
 
 
 class VirtualTransport:
@@ -337,7 +590,11 @@ class VirtualTransport:
 
 @asynccontextmanager
 async def open_virtual_network(capacity: int = DEFAULT_CAPACITY) -> AsyncIterator[VirtualNetwork]:
-    """Route this ``trio.run``'s tcp/ipc endpoints through a new virtual network."""
+    """Route this ``trio.run``'s tcp/ipc endpoints through a new virtual network.
+
+    Works on any clock; give the run a ``trio.testing.MockClock`` to test timers in
+    virtual time.
+    """
     network = VirtualNetwork(capacity)
     overrides: dict[str, StreamTransport] = {}
     for scheme in ("tcp", "ipc"):
