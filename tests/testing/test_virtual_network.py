@@ -11,7 +11,9 @@ from trizmq.testing import SocketFactory, VirtualNetwork
 
 
 async def test_push_pull_over_virtual_tcp(
-    virtual_network: VirtualNetwork, zmq_sockets: SocketFactory
+    autojump_clock: trio.testing.MockClock,
+    virtual_network: VirtualNetwork,
+    zmq_sockets: SocketFactory,
 ) -> None:
     with trio.fail_after(5):
         pull = await zmq_sockets(trizmq.Pull, bind="tcp://127.0.0.1:0")
