@@ -52,6 +52,48 @@ def test_fifo_order_peek_popleft_drain_clear() -> None:
     assert len(pipe) == 0
 
 
+class Ping:
+    """Stands for a command object (the pipe only looks at classes)."""
+
+
+def test_put_next_goes_ahead_of_queued_messages() -> None:
+    pipe = Pipe(2)
+    pipe.extend([[b"1"], [b"2"]])
+    first = Ping()
+    assert pipe.put_next(first)
+    # one waiting is enough: no twin is queued
+    assert not pipe.put_next(Ping())
+    # it ignores the mark, like put
+    assert len(pipe) == 3 and pipe.full
+    assert pipe.drain() == [first, [b"1"], [b"2"]]
+
+
+def test_put_next_keeps_a_half_written_message_whole() -> None:
+    pipe = Pipe(10)
+    pipe.extend([b"rest of a message", [b"next"]])
+    ping = Ping()
+    assert pipe.put_next(ping)
+    assert not pipe.put_next(Ping())
+    assert pipe.drain() == [b"rest of a message", ping, [b"next"]]
+
+
+def test_put_next_into_an_empty_pipe_is_put() -> None:
+    pipe = Pipe(10)
+    readable = Counter()
+    pipe.on_readable = readable
+    offered: list[object] = []
+
+    def direct(item: object) -> object:
+        offered.append(item)
+        return item  # not written: queue it
+
+    pipe.direct = direct
+    ping = Ping()
+    assert pipe.put_next(ping)
+    assert offered == [ping] and readable.calls == 1
+    assert pipe.drain() == [ping]
+
+
 def test_on_readable_only_on_empty_to_non_empty() -> None:
     pipe = Pipe(10)
     readable = Counter()

@@ -13,6 +13,8 @@ Strategy:
   a reader hands on everything one ``receive_some`` produced, then waits).
   Commands (subscriptions, pongs) use :meth:`Pipe.put` without the check: they
   must never be dropped and do not count as messages a peer could flood us with.
+  A heartbeat PING jumps the queue (:meth:`Pipe.put_next`): it is written with the
+  writer's next write, not after a high-water mark's worth of messages.
 * Consumers ``popleft``/``drain``. Transitions wake the other side: empty →
   non-empty wakes task(s) parked in :meth:`wait_readable` and calls
   ``on_readable``; at-or-over the mark → under it wakes :meth:`wait_writable`
@@ -77,6 +79,24 @@ class Pipe:
             return
         items.append(item)
         self._became_readable()
+
+    def put_next(self, item: object) -> bool:
+        """Queue a command to be taken before every queued message (a heartbeat PING).
+
+        It goes behind only the rest of a message already half written (a ``bytes``
+        item at the head), which must stay whole on the wire. When an item of the
+        same class already waits there, nothing is added and False is returned: a
+        PING not yet written needs no twin. Ignores the mark, like :meth:`put`.
+        """
+        items = self._items
+        if not items:
+            self.put(item)
+            return True
+        index = 1 if items[0].__class__ is bytes else 0
+        if index < len(items) and items[index].__class__ is item.__class__:
+            return False
+        items.insert(index, item)
+        return True
 
     def offer(self, item: object) -> bool:
         """:meth:`put` unless the pipe is :attr:`full`; False when full (the hot path's
