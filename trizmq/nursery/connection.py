@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -66,11 +67,15 @@ class ConnectionActor:
         self.fast: FastPath | None = runtime.fast
         #: how the connection ended (REFUSED after a protocol violation)
         self.outcome = Outcome.DONE
-        #: the heartbeat timeout: when an unanswered PING makes us drop the peer
-        self.answer_deadline: float | None = None
-        #: True while the reader waits for room in the incoming queue
-        self.paused = False
-        #: the TTL of the peer's last PING: it bounds the next read only
+        #: with heartbeats on: when the peer was last heard from (infinity while the
+        #: reader stops for back-pressure: the peer is not silent then)
+        self.heartbeats = bool(runtime.options.heartbeat_ivl)
+        self.last_heard = trio.current_time()
+        #: when the writer wrote the first PING since the heartbeat task last asked
+        #: (infinity: not yet); the heartbeat timeout counts from it
+        self.ping_written = math.inf
+        #: the TTL of a PING that ended the last read: the wait for the next read may
+        #: last no longer (0: none); any data read clears it
         self.peer_ttl = 0.0
         self.input: Input = StreamInput(stream)
         self.output: Output = StreamOutput(stream, peer.out_pipe)
@@ -84,8 +89,11 @@ class ConnectionActor:
 
     # -- what the reader, the writer and read-through share -----------------------------
     def heard(self) -> None:
-        """The peer sent something: it answered (stops the heartbeat timeout)."""
-        self.answer_deadline = None
+        """The peer sent something: it answered (stops the heartbeat timeout), and a
+        PING's TTL no longer applies."""
+        if self.heartbeats:
+            self.last_heard = trio.current_time()
+        self.peer_ttl = 0.0
 
     def deliver(self, events: list[Event | list[bytes]]) -> None:
         """Hand a batch of parsed events to the peer's incoming pipe in one go."""
@@ -113,6 +121,8 @@ class ConnectionActor:
             elif event.__class__ is PeerError:
                 raise ProtocolError(f"peer sent ERROR: {event.reason}")
             # PONG and unknown commands carry nothing for the socket
+        if self.peer_ttl and events[-1].__class__ is not Ping:
+            self.peer_ttl = 0.0  # traffic after the PING: its TTL no longer applies
         if batch:
             pipe.extend(batch)
 

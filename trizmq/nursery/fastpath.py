@@ -563,7 +563,7 @@ class ReadThrough:
             actor.log_closed()
             self._end()
             return
-        actor.answer_deadline = None  # heard from the peer (heartbeats)
+        actor.heard()
         try:
             actor.deliver(actor.codec.receive_data(data))
         except ProtocolError as exc:

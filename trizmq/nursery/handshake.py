@@ -27,7 +27,7 @@ import trio
 
 from .._zap import ZAP_VERSION, current_authenticator
 from ..zmtp import ProtocolError, ZapReply, ZapRequest, decode_metadata
-from ..zmtp.events import Cancel, Event, Join, Leave, PeerError, Subscribe
+from ..zmtp.events import Cancel, Event, Join, Leave, PeerError, Ping, Subscribe
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -42,8 +42,9 @@ log = logging.getLogger("trizmq")
 #: bytes asked of each read
 RECEIVE_SIZE = 256 * 1024
 
-#: events of the first traffic that may arrive with the last handshake bytes
-_TRAFFIC = (Subscribe, Cancel, Join, Leave)
+#: events of the first traffic that may arrive with the last handshake bytes (a PING
+#: among them is answered like any other)
+_TRAFFIC = (Subscribe, Cancel, Join, Leave, Ping)
 _SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 

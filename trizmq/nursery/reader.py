@@ -11,6 +11,7 @@ path, a :class:`~trizmq.nursery.fastpath.RawInput`.
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -89,11 +90,14 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Event | list[bytes]
         while True:
             if pipe.full:
                 # we stopped reading: the peer is not silent meanwhile
-                actor.paused = True
+                if actor.heartbeats:
+                    actor.last_heard = math.inf
                 await pipe.wait_writable()
-                actor.paused = False
-                actor.heard()
-            ttl, actor.peer_ttl = actor.peer_ttl, 0.0
+                if actor.heartbeats:
+                    actor.last_heard = trio.current_time()
+            # the TTL of a PING that ended the last read bounds the wait for the next
+            # read, as in libzmq (any data clears it: heard, deliver)
+            ttl = actor.peer_ttl
             data = await source.receive(ttl)
             if data is None:
                 log.warning("%s: heartbeat TTL of %ss expired, dropping", actor.where, ttl)

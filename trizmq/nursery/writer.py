@@ -119,9 +119,11 @@ def join_wires(
 class _Batcher:
     """Turns queued items into buffers to write, for one connection."""
 
-    __slots__ = ("_big", "_codec", "_encode_into", "_pipe", "_share")
+    __slots__ = ("_actor", "_big", "_codec", "_encode_into", "_pipe", "_share")
 
-    def __init__(self, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
+    def __init__(self, actor: ConnectionActor, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
+        #: whose PINGs the heartbeat task times from their write
+        self._actor = actor
         self._codec = codec
         self._pipe = pipe
         self._encode_into = codec.message_encoder()
@@ -176,6 +178,8 @@ class _Batcher:
                 # the rest of a message the sending task began to write itself
                 buf += item
             else:
+                if cls is Ping and self._actor.ping_written == math.inf:
+                    self._actor.ping_written = trio.current_time()  # for the heartbeat task
                 buf += _COMMAND_ENCODERS[cls](codec, item)
             if len(buf) >= WRITE_BATCH:
                 break
@@ -192,7 +196,7 @@ async def run_writer(actor: ConnectionActor) -> None:
     peer = actor.peer
     pipe = peer.out_pipe
     output = actor.output
-    batcher = _Batcher(actor.codec, pipe, output.zero_copy)
+    batcher = _Batcher(actor, actor.codec, pipe, output.zero_copy)
     try:
         while True:
             if not pipe:
