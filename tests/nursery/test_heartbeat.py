@@ -261,7 +261,7 @@ async def test_a_frozen_peer_is_dropped_even_while_our_writes_block(
     trizmq_binds: bool,
 ) -> None:
     """A peer that reads nothing: our messages fill the link and the writer blocks, so
-    the PING is never written; the clock started when it was sent all the same."""
+    the PING is never written; the clock counts from when it was queued instead."""
     with trio.fail_after(600):
         async with (
             trizmq.Push(heartbeat_ivl=IVL, heartbeat_timeout=2.0, linger=0) as push,
