@@ -21,7 +21,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 import trizmq
-from trizmq.nursery.engine import _COMMAND_ENCODERS
+from trizmq.nursery.writer import _COMMAND_ENCODERS
 from trizmq.zmtp.events import Ping, Pong
 
 from .libzmq import Endpoints, TrizmqEnd, await_delivery, link
