@@ -84,7 +84,7 @@ NAV: list[tuple[str, list[str]]] = [
     ("Getting started", ["getting-started"]),
     ("Patterns", ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets"]),
     ("Transports and devices", ["transports", "proxy", "monitor"]),
-    ("Security", ["security"]),
+    ("Security and reliability", ["security", "reliability"]),
     ("Testing", ["testing"]),
     ("Spark", ["spark"]),
     ("Command line", ["cli"]),

@@ -86,15 +86,18 @@ def quiet_libzmq_pull() -> Iterator[str]:
                 pipe.close()
 
 
-async def test_cancel_scope_cuts_a_forever_linger_short(autojump_clock: Any) -> None:
-    """linger=None and a message nobody can take: leaving ``async with`` inside
-    ``move_on_after(2)`` returns at 2 s, closed, with no task left behind."""
+@pytest.mark.parametrize("forever", [None, -1])
+async def test_cancel_scope_cuts_a_forever_linger_short(
+    autojump_clock: Any, forever: int | None
+) -> None:
+    """linger=None (or libzmq's -1) and a message nobody can take: leaving ``async with``
+    inside ``move_on_after(2)`` returns at 2 s, closed, with no task left behind."""
     async with open_virtual_network():
         before = len(all_tasks())
         with trio.fail_after(60):
             start = trio.current_time()
             with trio.move_on_after(2) as scope:
-                async with trizmq.Push(connect="tcp://127.0.0.1:5555", linger=None) as push:
+                async with trizmq.Push(connect="tcp://127.0.0.1:5555", linger=forever) as push:
                     push.send_nowait(b"never delivered")
             assert scope.cancelled_caught
             assert trio.current_time() - start == pytest.approx(2)

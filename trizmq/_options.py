@@ -51,7 +51,10 @@ def _seconds(name: str, value: object) -> float | None:
     return _number(name, value, allow_none=False)
 
 
-def _seconds_or_none(name: str, value: object) -> float | None:
+def _linger(name: str, value: object) -> float | None:
+    # libzmq's -1 ("forever") is accepted as None (API.md: "None or -1 = until flushed")
+    if value == -1 and not isinstance(value, bool):
+        return None
     return _number(name, value, allow_none=True)
 
 
@@ -186,7 +189,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "connect": OptionSpec((), _endpoints),
     "sndhwm": OptionSpec(1000, _hwm),
     "rcvhwm": OptionSpec(1000, _hwm),
-    "linger": OptionSpec(DEFAULT_LINGER, _seconds_or_none),
+    "linger": OptionSpec(DEFAULT_LINGER, _linger),
     "routing_id": OptionSpec(None, _routing_id),
     "reconnect_ivl": OptionSpec(0.1, _positive),
     "reconnect_ivl_max": OptionSpec(0.0, _seconds),
