@@ -27,7 +27,7 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
-from .zmtp.connection import Buffer
+from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]
 

@@ -12,7 +12,7 @@ from ._socket import Socket, _frame
 from .patterns.sockets import SubStrategy, XSubStrategy
 from .patterns.sockets.draft import PeerStrategy, pack_routing_id, unpack_routing_id
 from .patterns.sockets.radiodish import DishStrategy, check_group
-from .zmtp.connection import Buffer
+from .zmtp.encoding import Buffer
 
 __all__ = [
     "Channel",

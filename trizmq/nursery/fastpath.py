@@ -43,7 +43,7 @@ from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout
 from ..zmtp import ProtocolError
-from ..zmtp.connection import Buffer
+from ..zmtp.encoding import Buffer
 from ..zmtp.frames import MORE, frame_header
 from .handshake import RECEIVE_SIZE
 from .waiters import Waiters

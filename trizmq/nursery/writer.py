@@ -25,7 +25,7 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout
-from ..zmtp.connection import Buffer
+from ..zmtp.encoding import Buffer
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from .fastpath import BIG_FRAME, encode_big
 from .reader import STREAM_ERRORS

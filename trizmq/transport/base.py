@@ -26,7 +26,8 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import trio
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
     from ..nursery.peers import Peer
-    from ..zmtp.connection import Buffer
+    from ..zmtp.encoding import Buffer
     from ..zmtp.events import Event
     from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
 
@@ -46,6 +47,7 @@ __all__ = [
     "Endpoint",
     "LinkHost",
     "Listener",
+    "ListenerBase",
     "MessageBinding",
     "MessageTransport",
     "StreamTransport",
@@ -94,6 +96,37 @@ class Listener(Protocol):
     async def aclose(self) -> None:
         """Stop listening and release the address; idempotent."""
         ...
+
+
+_L = TypeVar("_L", bound="ListenerBase")
+
+
+class ListenerBase:
+    """What every listener shares: ``async with`` closes it; its repr names its endpoint.
+
+    A transport's listener inherits this and defines ``endpoint``, :meth:`accept` and
+    :meth:`aclose` (see :class:`Listener`).
+    """
+
+    endpoint: str
+
+    async def aclose(self) -> None:
+        """Stop listening and release the address; idempotent."""
+        raise NotImplementedError
+
+    async def __aenter__(self: _L) -> _L:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.endpoint}>"
 
 
 class Codec(Protocol):

@@ -7,14 +7,13 @@ import os
 import secrets
 import stat
 import tempfile
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 import trio
 
 from .._errors import EndpointError
 from .addresses import check_ipc_path
-from .base import Codec, Endpoint, Listener, zmtp_codec
+from .base import Codec, Endpoint, Listener, ListenerBase, zmtp_codec
 from .tcp import DEFAULT_BACKLOG, rename_oserror
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ def _unix_socket() -> trio.socket.SocketType:
     return trio.socket.socket(family, trio.socket.SOCK_STREAM)
 
 
-class IPCListener:
+class IPCListener(ListenerBase):
     """A bound, listening Unix socket; removes its socket file on :meth:`aclose`."""
 
     endpoint: str
@@ -85,20 +84,6 @@ class IPCListener:
             except OSError:
                 pass
         await self._listener.aclose()
-
-    async def __aenter__(self) -> IPCListener:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<IPCListener {self.endpoint}>"
 
 
 async def listen_ipc(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> IPCListener:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import struct
 from collections.abc import Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 import trio
 
 from .._errors import EndpointError
 from .addresses import parse_host_port
-from .base import Codec, Endpoint, Listener, zmtp_codec
+from .base import Codec, Endpoint, Listener, ListenerBase, zmtp_codec
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -56,7 +55,7 @@ def format_sockaddr(sockaddr: tuple[str, int] | tuple[str, int, int, int]) -> st
     return f"{host}:{port}"
 
 
-class TCPListener:
+class TCPListener(ListenerBase):
     """A bound, listening TCP socket; :meth:`accept` yields one stream per peer."""
 
     endpoint: str
@@ -84,20 +83,6 @@ class TCPListener:
     async def aclose(self) -> None:
         """Stop listening; safe to call more than once."""
         await self._listener.aclose()
-
-    async def __aenter__(self) -> TCPListener:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<TCPListener {self.endpoint}>"
 
 
 async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> TCPListener:

@@ -45,49 +45,34 @@ errors. PINGs are reported, not answered: the driver replies with
 
 from __future__ import annotations
 
-import enum
-import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TypeAlias
 
 from .._errors import StateError
 from .commands import (
-    CANCEL,
-    COMMAND_EVENTS,
     ERROR,
-    JOIN,
-    LEAVE,
-    PING,
-    PONG,
-    SUBSCRIBE,
-    command_body,
-    error_data,
-    parse_error,
-    ping_data,
     split_command,
 )
+from .encoding import Buffer, State
 from .errors import ProtocolError
-from .events import Event, HandshakeComplete, PeerError, UnknownCommand
+from .events import Event, UnknownCommand
 from .frames import (
     COMMAND,
     HEADER_SIZE,
     LONG_HEADER,
     MAX_FRAME_SIZE,
     MORE,
-    SHORT_HEADERS,
-    encode_frame,
     flags_error,
 )
-from .greeting import GREETING_SIZE, build_greeting, check_greeting_prefix, parse_greeting
-from .mechanism import Command, Mechanism, ZapReply, ZapRequest
+from .greeting import GREETING_SIZE, check_greeting_prefix
+from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
+from .mechanism import Mechanism
 from .metadata import encode_metadata
 from .null import NullMechanism
-from .socket_types import SENDS_IDENTITY, SOCKET_TYPES, is_compatible
+from .socket_types import SENDS_IDENTITY, SOCKET_TYPES
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Connection", "Received"]
 
-#: the largest command accepted before the handshake is complete (unauthenticated peers)
-HANDSHAKE_FRAME_LIMIT = 64 * 1024
 #: message frames at least this large collect their body as separate pieces, joined once
 _BIG_FRAME = 64 * 1024
 #: HEADER_SIZE as a plain dict: a lookup in it is faster than in the read-only proxy
@@ -96,32 +81,10 @@ _HEADER_SIZE = dict(HEADER_SIZE)
 #: (a kept piece costs an object and a list slot: at most ~1% more than its bytes)
 _BIG_PIECE = 4 * 1024
 
-Buffer: TypeAlias = bytes | bytearray | memoryview
 #: one item returned by :meth:`Connection.receive_data`: an event or a message's frames
 Received: TypeAlias = Event | list[bytes]
 
-_SUBSCRIBE_BODY = command_body(SUBSCRIBE)
-_CANCEL_BODY = command_body(CANCEL)
-_JOIN_BODY = command_body(JOIN)
-_LEAVE_BODY = command_body(LEAVE)
-_MAX_GROUP = 255
-_MAX_IDENTITY = 255
 _INNER_FLAGS = MORE | COMMAND
-# libzmq 4.3's PLAIN server writes ERROR as "\x05ERROR" in C, where the greedy hex
-# escape makes 0x5E ('^'): its refusals arrive as "^RROR" + reason (no name length)
-_LIBZMQ_PLAIN_ERROR = b"^RROR"
-
-
-class _State(enum.Enum):
-    GREETING = "greeting"
-    HANDSHAKE = "handshake"
-    TRAFFIC = "traffic"
-    FINISHED = "finished"
-
-
-def _late_handshake_command(name: bytes, data: bytes) -> Event:
-    shown = name.decode("ascii", "replace")
-    raise ProtocolError(f"unexpected {shown} command after the handshake")
 
 
 def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
@@ -136,31 +99,13 @@ def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
         pieces.append(bytearray(piece))
 
 
-def _encode_plain_into(
-    out: bytearray,
-    frames: Sequence[Buffer],
-    more_short: tuple[bytes, ...] = SHORT_HEADERS[MORE],
-    last_short: tuple[bytes, ...] = SHORT_HEADERS[0],
-    pack_long: Callable[[int, int], bytes] = LONG_HEADER.pack,
-) -> None:
-    # headers come from a table (or one struct.pack for long frames), and the
-    # defaults bind them as fast locals: nothing else is allocated per frame
-    last = len(frames) - 1
-    i = 0
-    while i < last:
-        frame = frames[i]
-        size = len(frame)
-        out += more_short[size] if size < 256 else pack_long(0x03, size)
-        out += frame
-        i += 1
-    frame = frames[last]
-    size = len(frame)
-    out += last_short[size] if size < 256 else pack_long(0x02, size)
-    out += frame
+class Connection(Handshaking):
+    """The protocol state of one connection, from greeting to traffic.
 
-
-class Connection:
-    """The protocol state of one connection, from greeting to traffic."""
+    Its handshake half is :class:`~trizmq.zmtp.handshaking.Handshaking`, its sending
+    half :class:`~trizmq.zmtp.encoding.TrafficEncoder`; this class holds the state and
+    parses what arrives.
+    """
 
     def __init__(
         self,
@@ -175,8 +120,8 @@ class Connection:
     ) -> None:
         if socket_type not in SOCKET_TYPES:
             raise ValueError(f"unknown socket type {socket_type!r}")
-        if len(identity) > _MAX_IDENTITY:
-            raise ValueError(f"identity is at most {_MAX_IDENTITY} bytes")
+        if len(identity) > MAX_IDENTITY:
+            raise ValueError(f"identity is at most {MAX_IDENTITY} bytes")
         if maxmsgsize < -1:
             raise ValueError("maxmsgsize must be -1 (no limit) or >= 0")
         if max_frames < -1 or max_frames == 0:
@@ -202,7 +147,7 @@ class Connection:
         self._check_socket_type = check_socket_type
 
         self._started = False
-        self._state = _State.GREETING
+        self._state = State.GREETING
         self._dead: str | None = None
         self._buf = bytearray()
         self._need = 0
@@ -229,56 +174,15 @@ class Connection:
         self._peer_identity = b""
         self._peer_metadata: dict[str, bytes] = {}
 
-    # ------------------------------------------------------------------ state
-
     @property
     def socket_type(self) -> str:
         """Our own socket type."""
         return self._socket_type
 
     @property
-    def mechanism(self) -> Mechanism:
-        """The security mechanism of this connection."""
-        return self._mechanism
-
-    @property
-    def handshake_complete(self) -> bool:
-        """True once HandshakeComplete was reported (stays True after the end)."""
-        return self._handshake_complete
-
-    @property
-    def handshake_commands_received(self) -> int:
-        """Handshake commands parsed from the peer so far (its greeting not counted).
-
-        With :attr:`peer_version` it tells how far a peer has got: a server that
-        wants the greeting and the first command soon (``greeting_ivl``) reads it.
-        """
-        return self._handshake_commands
-
-    @property
     def closed(self) -> bool:
         """True once the Connection is finished (peer ERROR or protocol error)."""
-        return self._state is _State.FINISHED
-
-    @property
-    def peer_version(self) -> tuple[int, int]:
-        """The (major, minor) from the peer's greeting; (0, 0) before it is parsed."""
-        return self._peer_version
-
-    @property
-    def peer_socket_type(self) -> str:
-        """The peer's Socket-Type ("" if it sent none); valid after the handshake."""
-        return self._peer_socket_type
-
-    @property
-    def peer_identity(self) -> bytes:
-        """The peer's Identity (b"" if none); valid after the handshake."""
-        return self._peer_identity
-
-    @property
-    def peer_metadata(self) -> dict[str, bytes]:
-        """Every property the peer sent; valid after the handshake."""
-        return self._peer_metadata
+        return self._state is State.FINISHED
 
     @property
     def in_message(self) -> bool:
@@ -287,28 +191,6 @@ class Connection:
         A peer that hangs up now loses that message; the driver may say so.
         """
         return bool(self._buf) or bool(self._frames) or self._big is not None
-
-    @property
-    def pending_zap(self) -> ZapRequest | None:
-        """An authentication request the driver must answer with :meth:`zap_reply`."""
-        return self._mechanism.pending_zap
-
-    # ------------------------------------------------------------------ input
-
-    def start(self) -> bytes:
-        """Our whole 64-byte greeting; send it before waiting for anything."""
-        if self._started:
-            raise StateError("Connection.start() was already called")
-        self._started = True
-        return build_greeting(self._mechanism.name, self._mechanism.as_server)
-
-    def data_to_send(self) -> bytes:
-        """Drain the bytes the protocol itself wants sent (handshake commands)."""
-        if not self._outbox:
-            return b""
-        out = bytes(self._outbox)
-        self._outbox.clear()
-        return out
 
     def receive_data(self, data: Buffer) -> list[Received]:
         """Consume ``data``; return every event and message it completed, in order."""
@@ -400,32 +282,10 @@ class Connection:
         if pos < len(src) and self._dead is None:
             self._buf += memoryview(src)[pos:]
 
-    def zap_reply(self, reply: ZapReply) -> list[Received]:
-        """Hand the ZAP answer to the mechanism and resume parsing (ZAP seam).
-
-        A refusal raises :class:`ProtocolError` after queuing the mechanism's ERROR
-        (if it sends one): flush :meth:`data_to_send` before closing.
-        """
-        mechanism = self._mechanism
-        if mechanism.pending_zap is None:
-            raise StateError("no ZAP request is pending")
-        events: list[Received] = []
-        try:
-            self._send_commands(mechanism.on_zap_reply(reply))
-            if mechanism.refused is not None:
-                # the ERROR stays in the outbox for the driver to flush before closing
-                raise ProtocolError(mechanism.refused)
-            if mechanism.complete:
-                events.append(self._finish_handshake())
-        except ProtocolError as exc:
-            self._die(exc.reason)
-            raise
-        return events + self.receive_data(b"")
-
     def _die(self, reason: str) -> None:
         self._dead = reason
         self._plain_traffic = False
-        self._state = _State.FINISHED
+        self._state = State.FINISHED
         self._buf.clear()
         self._frames = []
         self._used = 0
@@ -436,31 +296,20 @@ class Connection:
     def _parse(self, src: bytes) -> tuple[list[Received], int]:
         events: list[Received] = []
         pos = 0
-        if self._state is _State.GREETING:
+        if self._state is State.GREETING:
             if len(src) < GREETING_SIZE:
                 check_greeting_prefix(src)
                 return events, 0
             self._on_greeting(src[:GREETING_SIZE], events)
             pos = GREETING_SIZE
-        if self._state is _State.HANDSHAKE:
+        if self._state is State.HANDSHAKE:
             pos = self._parse_handshake(src, pos, events)
-        if self._state is _State.TRAFFIC:
+        if self._state is State.TRAFFIC:
             if self._wrapped:
                 pos = self._parse_wrapped(src, pos, events)
             else:
                 pos = self._parse_traffic(src, pos, events)
         return events, pos
-
-    def _on_greeting(self, greeting_bytes: bytes, events: list[Received]) -> None:
-        mechanism = self._mechanism
-        greeting = parse_greeting(greeting_bytes, mechanism.name)
-        self._peer_version = greeting.version
-        self._peer_v31 = greeting.version >= (3, 1)
-        mechanism.peer_version = greeting.version
-        self._state = _State.HANDSHAKE
-        self._send_commands(mechanism.start(self._local_metadata))
-        if mechanism.complete:
-            events.append(self._finish_handshake())
 
     def _header(self, src: bytes, pos: int) -> tuple[int, int, int] | None:
         """(flags, body start, size) of the frame at ``pos``, or None if incomplete."""
@@ -477,76 +326,6 @@ class Connection:
             return None
         size = src[pos + 1] if header_size == 2 else LONG_HEADER.unpack_from(src, pos)[1]
         return flags, pos + header_size, size
-
-    def _parse_handshake(self, src: bytes, pos: int, events: list[Received]) -> int:
-        mechanism = self._mechanism
-        while mechanism.pending_zap is None:
-            header = self._header(src, pos)
-            if header is None:
-                return pos
-            flags, start, size = header
-            if not flags & COMMAND:
-                raise ProtocolError("message frame before the handshake completed")
-            if size > HANDSHAKE_FRAME_LIMIT:
-                raise ProtocolError(
-                    f"handshake command of {size} bytes exceeds the "
-                    f"{HANDSHAKE_FRAME_LIMIT}-byte limit"
-                )
-            end = start + size
-            if end > len(src):
-                self._need = end - pos
-                return pos
-            body = src[start:end]
-            if body.startswith(_LIBZMQ_PLAIN_ERROR):
-                name, data = ERROR, body[len(_LIBZMQ_PLAIN_ERROR) :]
-            else:
-                name, data = split_command(body)
-            pos = end
-            self._handshake_commands += 1
-            if name == ERROR:
-                events.append(self._peer_error(data))
-                return pos
-            self._send_commands(mechanism.on_command(name, data))
-            if mechanism.complete:
-                events.append(self._finish_handshake())
-                return pos
-        # paused for ZAP: keep the input, but not without bound
-        if len(src) - pos > HANDSHAKE_FRAME_LIMIT:
-            raise ProtocolError("too much data sent while authentication was pending")
-        self._need = 0
-        return pos
-
-    def _peer_error(self, data: bytes) -> PeerError:
-        event = parse_error(data)
-        self._die(f"connection finished: the peer sent ERROR {event.reason!r}")
-        return event
-
-    def _finish_handshake(self) -> HandshakeComplete:
-        mechanism = self._mechanism
-        metadata = dict(mechanism.peer_metadata)
-        socket_type = ""
-        raw_type = metadata.get("Socket-Type")
-        if raw_type is not None:
-            socket_type = raw_type.decode("latin-1")
-            if self._check_socket_type and not is_compatible(self._socket_type, socket_type):
-                raise ProtocolError(
-                    f"incompatible socket type: {self._socket_type} cannot talk to {socket_type}"
-                )
-        identity = metadata.get("Identity", b"")
-        if len(identity) > _MAX_IDENTITY:
-            raise ProtocolError(f"peer identity of {len(identity)} bytes exceeds 255")
-        commands = dict(COMMAND_EVENTS)
-        for name in mechanism.handshake_commands:
-            commands[name] = functools.partial(_late_handshake_command, name)
-        self._commands = commands
-        self._peer_socket_type = socket_type
-        self._peer_identity = identity
-        self._peer_metadata = metadata
-        self._wrapped = mechanism.encrypts
-        self._handshake_complete = True
-        self._state = _State.TRAFFIC
-        self._plain_traffic = not self._wrapped
-        return HandshakeComplete(socket_type, identity, dict(metadata), self._peer_version)
 
     def _command(self, body: bytes) -> Event:
         name, data = split_command(body)
@@ -684,106 +463,3 @@ class Connection:
                     self._frames = []
                     self._used = 0
         return pos
-
-    # ------------------------------------------------------------------ output
-
-    def _send_commands(self, commands: list[Command]) -> None:
-        for name, data in commands:
-            self._outbox += encode_frame(COMMAND, command_body(name, data))
-
-    def _require_traffic(self) -> None:
-        if self._state is not _State.TRAFFIC:
-            raise StateError("the ZMTP handshake is not complete")
-
-    def _frame(self, flags: int, body: bytes) -> bytes:
-        if self._wrapped:
-            return self._mechanism.encode_frame(flags, body)
-        return encode_frame(flags, body)
-
-    def encode_message(self, frames: Sequence[Buffer]) -> bytes:
-        """One message: MORE on every frame but the last; short or long headers."""
-        if not frames:
-            raise ValueError("a message has at least one frame")
-        out = bytearray()
-        self.encode_message_into(out, frames)
-        return bytes(out)
-
-    def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
-        """Append one message (at least one frame) to ``out``: the writer's hot path."""
-        if self._state is not _State.TRAFFIC:  # inline: this runs once per message
-            raise StateError("the ZMTP handshake is not complete")
-        if self._wrapped:
-            self._encode_wrapped_into(out, (frames,))
-        else:
-            _encode_plain_into(out, frames)
-
-    def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
-        """The fastest form of :meth:`encode_message_into` for this connection.
-
-        Taken once the handshake is complete, the plain encoder skips the per-call
-        state check (the writer's hot path calls it for every message); otherwise
-        it is :meth:`encode_message_into` itself.
-        """
-        if self._state is _State.TRAFFIC and not self._wrapped:
-            return _encode_plain_into
-        return self.encode_message_into
-
-    def encode_messages_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
-        """Append the wire form of every message to ``out`` (each must have a frame)."""
-        self._require_traffic()
-        if self._wrapped:
-            self._encode_wrapped_into(out, messages)
-            return
-        for frames in messages:
-            _encode_plain_into(out, frames)
-
-    def _encode_wrapped_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
-        encode = self._mechanism.encode_frame
-        for frames in messages:
-            last = len(frames) - 1
-            for i, frame in enumerate(frames):
-                out += encode(MORE if i < last else 0, frame)
-
-    def encode_subscribe(self, topic: bytes) -> bytes:
-        """SUBSCRIBE command to a 3.1+ peer, else the legacy message ``\\x01topic``."""
-        self._require_traffic()
-        if self._peer_v31:
-            return self._frame(COMMAND, _SUBSCRIBE_BODY + topic)
-        return self._frame(0, b"\x01" + topic)
-
-    def encode_cancel(self, topic: bytes) -> bytes:
-        """CANCEL command to a 3.1+ peer, else the legacy message ``\\x00topic``."""
-        self._require_traffic()
-        if self._peer_v31:
-            return self._frame(COMMAND, _CANCEL_BODY + topic)
-        return self._frame(0, b"\x00" + topic)
-
-    def encode_ping(self, ttl: float, context: bytes = b"") -> bytes:
-        """PING with its 2-byte TTL always present (libzmq reads it unchecked)."""
-        self._require_traffic()
-        return self._frame(COMMAND, command_body(PING, ping_data(ttl, context)))
-
-    def encode_pong(self, context: bytes) -> bytes:
-        """PONG echoing a PING's context (at most 16 bytes)."""
-        self._require_traffic()
-        if len(context) > 16:
-            raise ValueError("PONG context is at most 16 bytes")
-        return self._frame(COMMAND, command_body(PONG, context))
-
-    def encode_join(self, group: bytes) -> bytes:
-        """JOIN: the group follows the name with no length byte."""
-        self._require_traffic()
-        if len(group) > _MAX_GROUP:
-            raise ValueError(f"group is at most {_MAX_GROUP} bytes")
-        return self._frame(COMMAND, _JOIN_BODY + group)
-
-    def encode_leave(self, group: bytes) -> bytes:
-        """LEAVE: the group follows the name with no length byte."""
-        self._require_traffic()
-        if len(group) > _MAX_GROUP:
-            raise ValueError(f"group is at most {_MAX_GROUP} bytes")
-        return self._frame(COMMAND, _LEAVE_BODY + group)
-
-    def encode_error(self, reason: str) -> bytes:
-        """ERROR with ``reason`` cut to 255 bytes; usable during the handshake too."""
-        return self._frame(COMMAND, command_body(ERROR, error_data(reason)))
