@@ -357,6 +357,7 @@ class Connection(Handshaking):
         limit = self._limit
         max_frames = self._max_frames
         used = self._used
+        more_or_command = _INNER_FLAGS
         header_sizes = _HEADER_SIZE
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
@@ -388,13 +389,20 @@ class Connection(Handshaking):
             size = src[pos + 1] if header_size == 2 else unpack_long(src, pos)[1]
             if size > limit:
                 raise self._oversize(size)
+            start = pos + header_size
+            end = start + size
+            if not flags & more_or_command and not frames and end <= n:
+                # a whole message in one frame: its wire size is this frame's
+                if end - pos > limit:
+                    raise self._overlong(end - pos, 0)
+                append([src[start:end]])
+                pos = end
+                continue
             if not flags & COMMAND:
                 # the message so far, this frame included, on the wire
                 used += header_size + size
                 if used > limit or len(frames) >= max_frames:
                     raise self._overlong(used, len(frames))
-            start = pos + header_size
-            end = start + size
             if end > n:
                 if size >= _BIG_FRAME and not flags & COMMAND:
                     # keep what came of the body as it is; the rest goes to
