@@ -27,6 +27,7 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
+from .nursery.fastpath import RUN_CONTEXT as _RUN_CONTEXT
 from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]
@@ -37,7 +38,6 @@ YIELD_EVERY = 128
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _checkpoint = trio.lowlevel.checkpoint
-_current_task = trio.lowlevel.current_task
 
 
 def _frame(data: object) -> bytes:
@@ -100,7 +100,7 @@ class Socket(SocketLife):
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         else:
-            task = _current_task()
+            task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
                 task is task._runner.main_task and task._runner.ki_pending
             ):
@@ -146,7 +146,7 @@ class Socket(SocketLife):
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         else:
-            task = _current_task()
+            task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
                 task is task._runner.main_task and task._runner.ki_pending
             ):
@@ -219,7 +219,7 @@ class Socket(SocketLife):
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         else:
-            task = _current_task()
+            task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
                 task is task._runner.main_task and task._runner.ki_pending
             ):
@@ -273,7 +273,7 @@ class Socket(SocketLife):
             if self._cancel_pending is None:
                 await _checkpoint_if_cancelled()
             else:
-                task = _current_task()
+                task = _RUN_CONTEXT.task
                 if task._cancel_status.effectively_cancelled or (
                     task is task._runner.main_task and task._runner.ki_pending
                 ):

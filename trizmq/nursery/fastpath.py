@@ -36,7 +36,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -75,6 +75,25 @@ LOOK_AGAIN_AFTER = 2
 _current_task = trio.lowlevel.current_task
 
 
+class _CurrentTask:
+    """``.task`` as trio's public ``current_task()`` (where trio's own context moved)."""
+
+    @property
+    def task(self) -> trio.lowlevel.Task:
+        return _current_task()
+
+
+#: ``RUN_CONTEXT.task`` is the running task; the inlined check reads it (valid only
+#: where :func:`cancel_pending` returned the inlined check)
+RUN_CONTEXT: Any
+try:
+    # trio's thread-local run context: ``.task`` is what current_task() returns, read
+    # without the function call (the probe checks that it is so)
+    from trio._core._run import GLOBAL_RUN_CONTEXT as RUN_CONTEXT
+except ImportError:  # pragma: no cover - a trio that moved it: the probe fails
+    RUN_CONTEXT = _CurrentTask()
+
+
 def _env_enabled() -> bool:
     return os.environ.get("TRIZMQ_FASTPATH", "1").strip().lower() not in ("0", "off", "false", "no")
 
@@ -85,7 +104,7 @@ ENABLED = _env_enabled()
 
 # -- the inlined cancellation check -------------------------------------------------------
 def _cancel_pending_inline() -> bool:
-    task = _current_task()
+    task = RUN_CONTEXT.task
     if task._cancel_status.effectively_cancelled or (
         task is task._runner.main_task and task._runner.ki_pending
     ):
@@ -100,7 +119,8 @@ def _probe_cancel_check() -> bool:
         task = _current_task()
         runner = task._runner
         return (
-            isinstance(task._cancel_status.effectively_cancelled, bool)
+            RUN_CONTEXT.task is task
+            and isinstance(task._cancel_status.effectively_cancelled, bool)
             and isinstance(runner.ki_pending, bool)
             and runner.main_task is not None
             and isinstance(task._cancel_points, int)
