@@ -16,6 +16,7 @@ import attrs
 
 from ._endpoint import Endpoint, parse_endpoint
 from ._errors import EndpointError
+from .transport.base import DEFAULT_BACKLOG
 
 __all__ = ["DEFAULT_LINGER", "DEFAULT_MAX_FRAMES", "OPTIONS", "Options", "validate_options"]
 
@@ -203,6 +204,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "security": OptionSpec(None, _security),
     "zap_domain": OptionSpec("", _zap_domain),
     "max_handshakes": OptionSpec(100, _count),
+    "backlog": OptionSpec(DEFAULT_BACKLOG, _count),
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
@@ -245,6 +247,7 @@ class Options:
     security: Security | None = None
     zap_domain: str = ""
     max_handshakes: int = 100
+    backlog: int = DEFAULT_BACKLOG
     greeting_ivl: float | None = 5.0
     subscribe: tuple[bytes, ...] = ()
     router_mandatory: bool = False

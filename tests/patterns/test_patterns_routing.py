@@ -316,3 +316,113 @@ def test_every_ready_peer_gets_a_turn_within_one_round(
         window = chosen[start : start + len(eligible)]
         assert None not in window
         assert sorted(map(str, window)) == sorted(eligible)
+
+
+# -- the fair queue looks only at peers with input ------------------------------------------
+
+
+class CountingInbox:
+    """A peer's input that counts how often a receive looks at it."""
+
+    def __init__(self) -> None:
+        self.items: deque[object] = deque()
+        self.looks = 0
+        self.on_input: Callable[[], None] | None = None
+
+    def __bool__(self) -> bool:
+        self.looks += 1
+        return bool(self.items)
+
+    def poll(self) -> object:
+        self.looks += 1
+        return self.items.popleft() if self.items else None
+
+
+class Inboxed:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.in_pipe = CountingInbox()
+        self.gone = False
+
+    def put(self, queue: FairQueue[Inboxed], item: object) -> None:
+        inbox = self.in_pipe
+        was_empty = not inbox.items
+        inbox.items.append(item)
+        if was_empty and inbox.on_input is not None:
+            inbox.on_input()  # as a Pipe does on its empty-to-non-empty transition
+
+
+def looks(peers: list[Inboxed]) -> int:
+    return sum(peer.in_pipe.looks for peer in peers)
+
+
+@pytest.mark.parametrize("idle", [0, 1, 1000, 10_000])
+def test_a_receive_looks_at_no_quiet_peer(idle: int) -> None:
+    """The count of peers a receive examines is the same with 10,000 idle peers as
+    with none: one look at the busy peer's queue, plus one to see whether it has more."""
+    queue: FairQueue[Inboxed] = FairQueue()
+    quiet = [Inboxed(f"quiet{i}") for i in range(idle)]
+    busy, other = Inboxed("busy"), Inboxed("other")
+    for peer in [*quiet, busy, other]:
+        queue.add(peer)
+    everyone = [*quiet, busy, other]
+    # a peer added is ready until a receive finds it empty (as libzmq activates the
+    # pipes it attaches): the first receive looks at each once, and never again
+    assert queue.poll() is None
+    assert looks(everyone) == len(everyone)
+    for peer in everyone:
+        peer.in_pipe.looks = 0
+    for i in range(100):
+        busy.put(queue, i)
+    for i in range(100):
+        assert queue.poll() == i and queue.source is busy
+    assert looks(quiet) == 0
+    assert looks(everyone) == 200  # poll and "more?" per message, nothing else
+    assert queue.poll() is None
+    assert looks(quiet) == 0
+
+
+def test_busy_peers_take_turns_one_item_each() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    a, b, c = Inboxed("a"), Inboxed("b"), Inboxed("c")
+    for peer in (a, b, c):
+        queue.add(peer)
+    for i in range(3):
+        a.put(queue, f"a{i}")
+    b.put(queue, "b0")
+    c.put(queue, "c0")
+    c.put(queue, "c1")
+    got = []
+    while (item := queue.poll()) is not None:
+        got.append(item)
+    assert got == ["a0", "b0", "c0", "a1", "c1", "a2"]
+
+
+def test_input_drained_elsewhere_leaves_no_stale_turn() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    a, b = Inboxed("a"), Inboxed("b")
+    queue.add(a)
+    queue.add(b)
+    a.put(queue, 1)
+    a.in_pipe.items.clear()  # read by a one-peer shortcut, say
+    b.put(queue, 2)
+    assert queue.poll() == 2 and queue.source is b
+    assert queue.poll() is None and queue.ready_count == 0
+    a.put(queue, 3)  # ready again: announced again
+    assert queue.poll() == 3 and queue.source is a
+
+
+def test_a_departed_peer_leaves_after_its_last_item_and_a_removed_one_at_once() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    a, b, c = Inboxed("a"), Inboxed("b"), Inboxed("c")
+    for peer in (a, b, c):
+        queue.add(peer)
+    a.put(queue, "a0")
+    b.put(queue, "b0")
+    c.put(queue, "c0")
+    a.gone = True
+    queue.remove(b)
+    assert queue.poll() == "a0"
+    assert a not in queue and b not in queue
+    assert queue.poll() == "c0"
+    assert queue.poll() is None

@@ -31,22 +31,32 @@ class FakePipe:
     def __init__(self, hwm: int = 0) -> None:
         self.items: deque[Any] = deque()
         self.hwm = hwm
+        #: set by the fair queue; called on the empty-to-non-empty transition, as Pipe does
+        self.on_input: Any = None
+
+    def _input(self, was_empty: bool) -> None:
+        if was_empty and self.items and self.on_input is not None:
+            self.on_input()
 
     @property
     def full(self) -> bool:
         return self.hwm > 0 and len(self.items) >= self.hwm
 
     def put(self, item: Any) -> None:
+        was_empty = not self.items
         self.items.append(item)
+        self._input(was_empty)
 
     def offer(self, item: Any) -> bool:
         if self.full:
             return False
-        self.items.append(item)
+        self.put(item)
         return True
 
     def extend(self, items: Any) -> None:
+        was_empty = not self.items
         self.items.extend(items)
+        self._input(was_empty)
 
     def popleft(self) -> Any:
         return self.items.popleft()

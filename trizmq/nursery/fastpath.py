@@ -149,34 +149,40 @@ def cancel_pending() -> Callable[[], bool] | None:
 
 # -- direct socket I/O ----------------------------------------------------------------------
 class RawSocket:
-    """Non-blocking ``recv``/``send`` on a duplicate of a socket stream's descriptor.
+    """Non-blocking ``recv``/``send`` straight on a socket stream's own socket.
 
-    The trio stream keeps owning the connection: waits are on the stream's own
+    The trio stream keeps owning the connection: waits are on the stream's
     descriptor (closing the stream wakes them with ``trio.ClosedResourceError``),
-    and :meth:`close` releases the duplicate. A second task may wait on the
-    duplicate (:meth:`wait_readable_too`) while the reader waits on the original;
-    :meth:`interrupt` ends that wait early.
+    and calls on a closed stream fail with ``OSError``. A second task may wait for
+    input (:meth:`wait_readable_too`) while the reader waits on the stream: that
+    wait is on a duplicate descriptor, made the first time it is needed (only a
+    socket with a single peer reads through), so a crowd of connections costs one
+    descriptor each. :meth:`interrupt` ends that wait early; :meth:`close`
+    releases the duplicate.
     """
 
-    __slots__ = ("_dup", "_fd", "_sock", "closed", "recv", "send")
+    __slots__ = ("_dup", "_fd", "_own", "_sock", "closed", "recv", "send")
 
     def __init__(self, stream: trio.SocketStream) -> None:
         tsock = stream.socket
         self._fd = tsock.fileno()
-        dup = os.dup(self._fd)
-        try:
-            self._sock = socket.socket(tsock.family, tsock.type, tsock.proto, fileno=dup)
-        except BaseException:
-            os.close(dup)
-            raise
-        self._sock.setblocking(False)
-        self._dup = dup
+        # the stdlib socket under trio's (non-blocking already); where a trio keeps
+        # it elsewhere, a socket object of our own on a duplicate does the same
+        inner = getattr(tsock, "_sock", None)
+        self._own = not isinstance(inner, socket.socket) or inner.fileno() != self._fd
+        if isinstance(inner, socket.socket) and not self._own:
+            sock = inner
+        else:
+            sock = socket.socket(tsock.family, tsock.type, tsock.proto, fileno=os.dup(self._fd))
+        sock.setblocking(False)
+        self._sock: socket.socket = sock
+        self._dup: int | None = None
         #: True once :meth:`close` released the duplicate
         self.closed = False
         #: ``recv(max_bytes) -> bytes``; raises ``BlockingIOError`` when nothing is there
-        self.recv = self._sock.recv
+        self.recv = sock.recv
         #: ``send(data) -> int``; raises ``BlockingIOError`` when the kernel buffer is full
-        self.send = self._sock.send
+        self.send = sock.send
 
     @classmethod
     def of(cls, stream: trio.abc.Stream) -> RawSocket | None:
@@ -203,22 +209,30 @@ class RawSocket:
         Raises ``trio.ClosedResourceError`` when :meth:`interrupt` or :meth:`close`
         ends the wait.
         """
-        if self.closed:
+        dup = self._dup
+        if dup is None and not self.closed and self._sock.fileno() == self._fd:
+            dup = self._dup = os.dup(self._fd)
+        if self.closed or dup is None:
             await trio.lowlevel.checkpoint()  # a caller that loops still yields
             raise trio.ClosedResourceError("the connection has ended")
-        await trio.lowlevel.wait_readable(self._dup)
+        await trio.lowlevel.wait_readable(dup)
 
     def interrupt(self) -> None:
         """Wake a task parked in :meth:`wait_readable_too` (a no-op if none is)."""
-        if not self.closed:
+        if not self.closed and self._dup is not None:
             trio.lowlevel.notify_closing(self._dup)
 
     def close(self) -> None:
-        """Release the duplicate descriptor (the stream still owns the connection)."""
+        """Release the duplicate descriptor, if one was made (the stream still owns
+        the connection, and the socket under it)."""
         if not self.closed:
             self.closed = True
-            trio.lowlevel.notify_closing(self._dup)
-            self._sock.close()
+            dup, self._dup = self._dup, None
+            if dup is not None:
+                trio.lowlevel.notify_closing(dup)
+                os.close(dup)
+            if self._own:
+                self._sock.close()
 
     async def send_all(self, data: Buffer) -> None:
         """Write all of ``data`` with direct calls, waiting only when blocked."""

@@ -16,7 +16,8 @@ Strategy:
   A heartbeat PING jumps the queue (:meth:`Pipe.put_next`): it is written with the
   writer's next write, not after a high-water mark's worth of messages.
 * Consumers ``popleft``/``drain``. Transitions wake the other side: empty →
-  non-empty wakes task(s) parked in :meth:`wait_readable` and calls
+  non-empty calls ``on_input`` (the reading socket's fair queue: this peer has
+  input), wakes task(s) parked in :meth:`wait_readable` and calls
   ``on_readable``; at-or-over the mark → under it wakes :meth:`wait_writable`
   and calls ``on_writable``. The callbacks are how a socket learns that any of its
   pipes changed, without a task per pipe.
@@ -46,6 +47,7 @@ class Pipe:
         "_writers",
         "closed",
         "hwm",
+        "on_input",
         "on_readable",
         "on_writable",
     )
@@ -59,6 +61,8 @@ class Pipe:
         self.closed = False
         self.on_readable: Callable[[], None] | None = None
         self.on_writable: Callable[[], None] | None = None
+        #: the fair queue's hook (``FairQueue.add`` sets it): this pipe has input now
+        self.on_input: Callable[[], None] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -197,6 +201,8 @@ class Pipe:
         self._writers.unpark_all()
 
     def _became_readable(self) -> None:
+        if self.on_input is not None:
+            self.on_input()
         if self._readers._tasks:
             self._readers.unpark_all()
         if self.on_readable is not None:

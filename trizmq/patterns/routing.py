@@ -6,17 +6,20 @@ SUB, DEALER, ...). The routing decision is the same in both directions: the next
 peer, after the one chosen last, that can take part right now.
 
 Strategy: a plain list of peers plus a cursor (the index of the next candidate)
-and a set for membership. Readiness is never stored: the caller passes a predicate
-(``pipe not full``, ``pipe has data``) that is evaluated on the fly, so there is no
-active/passive bookkeeping to keep in step with the pipes. The common case, the
-peer under the cursor is ready, costs one list index and one call. New peers join
-at the end of the list; removing a peer keeps the cursor on the peer that followed
-it, so nobody's turn is skipped or repeated. Synchronous, no I/O, no allocation
-per pick. Peers must be hashable (identity hashing is fine).
+and a set for membership. Outgoing, readiness is not stored: the caller passes a
+predicate (``pipe not full``) evaluated on the fly; the common case, the peer under
+the cursor is ready, costs one list index and one call. New peers join at the end
+of the list; removing a peer keeps the cursor on the peer that followed it, so
+nobody's turn is skipped or repeated. Incoming, the fair queue keeps the peers that
+have input in a queue of their own, fed by the pipes' empty-to-non-empty
+transitions, so that a receive never looks at a quiet peer. Synchronous, no I/O, no
+allocation per pick. Peers must be hashable (identity hashing is fine).
 """
 
 from __future__ import annotations
 
+import functools
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
@@ -26,7 +29,10 @@ T = TypeVar("T")
 
 
 class Inbox(Protocol):
-    """What the fair queue needs of a peer's incoming queue."""
+    """What the fair queue needs of a peer's incoming queue: whether it has an item,
+    the oldest one, and a hook it calls when it goes from empty to non-empty."""
+
+    on_input: Callable[[], None] | None
 
     def __bool__(self) -> bool: ...
 
@@ -46,10 +52,6 @@ class Source(Protocol):
 
 
 S = TypeVar("S", bound=Source)
-
-
-def _has_input(peer: Source) -> bool:
-    return bool(peer.in_pipe)
 
 
 class _Rotation(Generic[T]):
@@ -153,12 +155,81 @@ class FairQueue(_Rotation[S]):
     :meth:`poll` is the one fair-queue loop of every socket type that reads from
     several peers: it takes the next item from the next peer that has one, and
     forgets a peer that left once its input is read to the end.
+
+    Only the peers that have input are ever looked at (libzmq's ``fq_t`` keeps its
+    active pipes apart the same way): a peer whose input goes from empty to
+    non-empty is announced with :meth:`readable` (its inbox's ``on_input`` hook,
+    which :meth:`add` sets) and joins the back of a queue of ready peers; a receive
+    takes one item from the peer at the front and sends it to the back if it has
+    more. A quiet peer costs a receive nothing, however many there are (once: a
+    peer added is ready until a receive finds it empty), and several busy peers take
+    turns one item each. An entry whose input was drained elsewhere (a one-peer
+    shortcut) is dropped when it comes up.
     """
 
-    __slots__ = ("source",)
+    __slots__ = ("_queued", "_ready", "source")
 
     #: the peer the last item returned by :meth:`poll` came from (unset before one)
     source: S
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: peers that (may) have input, in the order they take their turns
+        self._ready: deque[S] = deque()
+        #: the peers in ``_ready``: each is there at most once
+        self._queued: set[S] = set()
+
+    def readable(self, peer: S) -> None:
+        """``peer``'s input went from empty to non-empty: it joins the ready peers.
+
+        Called by the peer's inbox (its ``on_input`` hook, set by :meth:`add`);
+        ignored for a peer not in the queue."""
+        queued = self._queued
+        if peer not in queued and peer in self._members:
+            queued.add(peer)
+            self._ready.append(peer)
+
+    def add(self, peer: S) -> None:
+        """Append ``peer``, ready (as libzmq activates a pipe it attaches: the first
+        receive looks at it once); its inbox tells the queue when it has input from
+        then on."""
+        if peer in self._members:
+            return
+        super().add(peer)
+        try:
+            inbox = peer.in_pipe
+        except AttributeError:  # a bare rotation member (the rotation's own tests)
+            return
+        inbox.on_input = functools.partial(self.readable, peer)
+        self.readable(peer)
+
+    def remove(self, peer: S) -> None:
+        """Drop ``peer`` and its turn; its inbox stops telling this queue."""
+        if peer not in self._members:
+            return
+        super().remove(peer)
+        queued = self._queued
+        if peer in queued:
+            queued.discard(peer)
+            self._ready.remove(peer)
+        inbox = getattr(peer, "in_pipe", None)
+        if inbox is not None:
+            inbox.on_input = None
+
+    def clear(self) -> None:
+        """Forget every peer."""
+        for peer in self._peers:
+            inbox = getattr(peer, "in_pipe", None)
+            if inbox is not None:
+                inbox.on_input = None
+        super().clear()
+        self._ready.clear()
+        self._queued.clear()
+
+    @property
+    def ready_count(self) -> int:
+        """How many peers are queued as having input (diagnostics and tests)."""
+        return len(self._ready)
 
     def poll(self) -> object:
         """The next incoming item, fair-queued over the peers; None when none has one.
@@ -167,15 +238,29 @@ class FairQueue(_Rotation[S]):
         the rotation with its last item.
         """
         peer = self.only
-        if peer is None:
-            peer = self.next_peer(_has_input)
-            if peer is None:
-                return None
-        pipe = peer.in_pipe
-        item = pipe.poll()
-        if item is None:
-            return None  # the only peer has nothing waiting
-        if peer.gone and not pipe:
-            self.remove(peer)
-        self.source = peer
-        return item
+        if peer is not None:
+            pipe = peer.in_pipe
+            item = pipe.poll()
+            if item is None:
+                return None  # the only peer has nothing waiting
+            if peer.gone and not pipe:
+                self.remove(peer)
+            self.source = peer
+            return item
+        ready = self._ready
+        while ready:
+            peer = ready.popleft()
+            pipe = peer.in_pipe
+            item = pipe.poll()
+            if item is None:
+                self._queued.discard(peer)  # drained elsewhere since it was queued
+                continue
+            if pipe:
+                ready.append(peer)  # more to come: its next turn is after the others'
+            else:
+                self._queued.discard(peer)
+                if peer.gone:
+                    self.remove(peer)
+            self.source = peer
+            return item
+        return None

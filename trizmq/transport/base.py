@@ -46,8 +46,10 @@ __all__ = [
     "Codec",
     "Endpoint",
     "LinkHost",
+    "DEFAULT_BACKLOG",
     "Listener",
     "ListenerBase",
+    "effective_backlog",
     "MessageBinding",
     "MessageTransport",
     "StreamTransport",
@@ -60,6 +62,27 @@ __all__ = [
     "unregister_transport",
     "zmtp_codec",
 ]
+
+
+#: the listen backlog of a bound tcp/ipc endpoint unless the ``backlog`` option says
+#: otherwise (libzmq's ZMQ_BACKLOG is 100): a thousand peers connecting at once must
+#: not wait in SYN retries. The kernel caps it at ``net.core.somaxconn``.
+DEFAULT_BACKLOG = 1024
+
+
+def somaxconn() -> int | None:
+    """The kernel's cap on a listen backlog (Linux ``net.core.somaxconn``), if known."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def effective_backlog(backlog: int) -> int:
+    """``backlog`` as the kernel will apply it: at most ``somaxconn``."""
+    cap = somaxconn()
+    return min(backlog, cap) if cap is not None and cap > 0 else backlog
 
 
 @attrs.frozen(slots=True)

@@ -13,8 +13,16 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import check_ipc_path
-from .base import Codec, Endpoint, Listener, ListenerBase, zmtp_codec
-from .tcp import DEFAULT_BACKLOG, rename_oserror
+from .base import (
+    DEFAULT_BACKLOG,
+    Codec,
+    Endpoint,
+    Listener,
+    ListenerBase,
+    effective_backlog,
+    zmtp_codec,
+)
+from .tcp import rename_oserror
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -178,7 +186,7 @@ class IpcTransport:
 
     async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
         """Bind and listen (see :func:`listen_ipc`)."""
-        return await listen_ipc(endpoint)
+        return await listen_ipc(endpoint, backlog=effective_backlog(options.backlog))
 
     async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
         """Connect (see :func:`connect_ipc`)."""

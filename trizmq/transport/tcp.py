@@ -11,7 +11,15 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import parse_host_port
-from .base import Codec, Endpoint, Listener, ListenerBase, zmtp_codec
+from .base import (
+    DEFAULT_BACKLOG,
+    Codec,
+    Endpoint,
+    Listener,
+    ListenerBase,
+    effective_backlog,
+    zmtp_codec,
+)
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -28,8 +36,6 @@ __all__ = [
     "rename_oserror",
 ]
 
-# libzmq's ZMQ_BACKLOG default is 100; a little more costs nothing.
-DEFAULT_BACKLOG = 128
 
 
 def abort_on_close(stream: trio.abc.Stream) -> None:
@@ -150,7 +156,7 @@ class TcpTransport:
 
     async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
         """Bind and listen (see :func:`listen_tcp`)."""
-        return await listen_tcp(endpoint)
+        return await listen_tcp(endpoint, backlog=effective_backlog(options.backlog))
 
     async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
         """Connect (see :func:`connect_tcp`)."""

@@ -47,6 +47,9 @@ Message = list[bytes]
 class Queue(Protocol):
     """What a strategy may do with one direction of a peer (the runtime's ``Pipe``)."""
 
+    #: called when the queue goes from empty to non-empty (the fair queue's hook)
+    on_input: Callable[[], None] | None
+
     @property
     def full(self) -> bool:
         """True when a producer must not add a message now."""

@@ -1,0 +1,177 @@
+"""Cost that does not grow with the crowd: a receive looks only at peers with input.
+
+Counted, not timed: how often the receiving socket's peer queues are looked at
+(``Pipe.poll``, ``Pipe.poll_message`` and ``Pipe.__bool__``) while it reads 200
+messages from one busy peer, with 1 and with 1,000 idle peers connected (after a
+first receive, which looks at each newly attached peer once). inproc
+links are made synchronously by ``connect()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+import trio
+
+import trizmq
+from trizmq.nursery.pipe import Pipe
+
+_NAMES = itertools.count()
+
+
+class Looks:
+    """Counts calls to the Pipe methods a receive uses to look at a peer's input."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.on = False
+        for name in ("poll", "poll_message", "__bool__"):
+            monkeypatch.setattr(Pipe, name, self._counting(getattr(Pipe, name)))
+
+    def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(pipe: Pipe, *args: Any) -> Any:
+            if self.on:
+                self.count += 1
+            return method(pipe, *args)
+
+        return counted
+
+
+async def looks_per_receive(
+    looks: Looks, receiver: type[trizmq.Socket], sender: type[trizmq.Socket], idle: int
+) -> float:
+    endpoint = f"inproc://crowd-{next(_NAMES)}"
+    async with receiver(bind=endpoint) as sink, AsyncExitStack() as stack:
+        for _ in range(idle):
+            await stack.enter_async_context(sender(connect=endpoint))
+        busy = await stack.enter_async_context(sender(connect=endpoint))
+        assert sink.statistics()["live_peers"] == idle + 1
+        # a peer attached is ready until a receive finds it empty (libzmq activates
+        # the pipes it attaches): the first receive looks at each peer once
+        busy.send_multipart_nowait([b"first"])
+        assert (await sink.recv_multipart())[-1] == b"first"
+        for i in range(200):
+            busy.send_multipart_nowait([b"%d" % i])
+        looks.count, looks.on = 0, True
+        for i in range(200):
+            assert (await sink.recv_multipart())[-1] == b"%d" % i
+        looks.on = False
+        return looks.count / 200
+
+
+@pytest.mark.parametrize(
+    ("receiver", "sender"),
+    [(trizmq.Pull, trizmq.Push), (trizmq.Router, trizmq.Dealer), (trizmq.Sub, trizmq.Pub)],
+)
+async def test_a_thousand_quiet_peers_cost_a_receive_nothing(
+    monkeypatch: pytest.MonkeyPatch, receiver: type[trizmq.Socket], sender: type[trizmq.Socket]
+) -> None:
+    looks = Looks(monkeypatch)
+    with trio.fail_after(120):
+        if receiver is trizmq.Sub:
+            receiver = _subscribed_to_everything  # type: ignore[assignment]
+        few = await looks_per_receive(looks, receiver, sender, idle=1)
+        crowd = await looks_per_receive(looks, receiver, sender, idle=1000)
+    assert crowd == few
+    assert few <= 3
+
+
+def _subscribed_to_everything(**kwargs: Any) -> trizmq.Sub:
+    return trizmq.Sub(subscribe=b"", **kwargs)
+
+
+# -- the listen backlog -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "ipc"])
+async def test_the_backlog_option_reaches_listen(
+    monkeypatch: pytest.MonkeyPatch, scheme: str, tmp_path: Any
+) -> None:
+    from trizmq.transport.base import DEFAULT_BACKLOG, effective_backlog
+
+    probe = trio.socket.socket()
+    socket_class = type(probe)
+    probe.close()
+    seen: list[int] = []
+    listen = socket_class.listen
+
+    def spying(self: Any, backlog: int) -> None:
+        seen.append(backlog)
+        listen(self, backlog)
+
+    monkeypatch.setattr(socket_class, "listen", spying)
+    endpoint = "tcp://127.0.0.1:0" if scheme == "tcp" else f"ipc://{tmp_path}/sock"
+    with trio.fail_after(10):
+        async with trizmq.Pull(bind=endpoint, backlog=7):
+            pass
+        async with trizmq.Pull(bind=endpoint):
+            pass
+    assert seen == [7, effective_backlog(DEFAULT_BACKLOG)]
+    assert effective_backlog(DEFAULT_BACKLOG) == min(1024, _somaxconn())
+    assert effective_backlog(10**9) == _somaxconn()
+
+
+def _somaxconn() -> int:
+    with open("/proc/sys/net/core/somaxconn") as f:
+        return int(f.read())
+
+
+# -- one descriptor per connection ----------------------------------------------------
+
+_LIBZMQ_CROWD = r"""
+import sys, zmq
+ctx = zmq.Context()
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = ctx.socket(zmq.PUSH)
+    s.linger = 0
+    s.connect(sys.argv[1])
+    s.send(b"hi")
+    socks.append(s)
+sys.stdin.read()  # until the test closes our stdin
+for s in socks:
+    s.close()
+ctx.term()
+"""
+
+
+async def test_a_crowd_of_connections_costs_one_descriptor_each() -> None:
+    """50 libzmq peers: the accepted connections are the only new descriptors (the
+    duplicate that read-through waits on is made only when a task reads through)."""
+    import os
+    import subprocess
+    import sys
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    peers = 50
+    with trio.fail_after(60):
+        async with trizmq.Pull(bind="tcp://127.0.0.1:0") as pull:
+            endpoint = pull.statistics()["bound"][0]
+            before = fds()
+            async with pull.monitor() as events:
+                proc = await trio.lowlevel.open_process(
+                    [sys.executable, "-c", _LIBZMQ_CROWD, endpoint, str(peers)],
+                    stdin=subprocess.PIPE,
+                )
+                try:
+                    greeted = 0
+                    async for event in events:
+                        if isinstance(event, trizmq.HandshakeSucceeded):
+                            greeted += 1
+                            if greeted == peers:
+                                break
+                    for _ in range(peers):
+                        assert await pull.recv() == b"hi"
+                    # the connections, plus the helper's stdin pipe and its pidfd
+                    # (with a duplicate per connection this was 2 x peers)
+                    assert peers <= fds() - before <= peers + 3
+                finally:
+                    assert proc.stdin is not None
+                    await proc.stdin.aclose()
+                    await proc.wait()
