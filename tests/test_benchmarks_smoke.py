@@ -54,3 +54,42 @@ def test_quick_benchmarks_produce_every_row(tmp_path: Path) -> None:
     assert memory["live_peers"] == 100
     assert {t["target"] for t in report["targets"]}
     assert "PUSH/PULL tcp 64 B" in done.stdout  # the table
+
+
+def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
+    """``python -m benchmarks.scaling --quick``: every row measured on both sides."""
+    out = tmp_path / "scaling.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.scaling",
+            "--quick",
+            "--repetitions",
+            "1",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["id"] for row in rows] == [
+        "idle-pull-0",
+        "idle-pull-100",
+        "idle-router-0",
+        "idle-router-100",
+        "fanin-1",
+        "fanin-4",
+        "fanout-1",
+        "fanout-4",
+        "connect-100",
+    ]
+    for row in rows:
+        for impl in ("trizmq", "pyzmq"):
+            cell = row[impl]
+            values = cell.values() if isinstance(cell, dict) else [cell]
+            assert all(isinstance(v, float) and v > 0 for v in values), (row["id"], cell)

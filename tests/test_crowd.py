@@ -175,3 +175,51 @@ async def test_a_crowd_of_connections_costs_one_descriptor_each() -> None:
                     assert proc.stdin is not None
                     await proc.stdin.aclose()
                     await proc.wait()
+
+
+# -- a burst of well-behaved peers ------------------------------------------------------
+
+_LIBZMQ_BURST = r"""
+import sys, zmq
+ctx = zmq.Context()
+ctx.set(zmq.MAX_SOCKETS, 4096)
+socks = []
+for i in range(int(sys.argv[2])):
+    s = ctx.socket(zmq.DEALER)
+    s.linger = 0
+    s.connect(sys.argv[1])
+    s.send(b"%d" % i)
+    socks.append(s)
+sys.stdin.read()  # until the test closes our stdin
+for s in socks:
+    s.close()
+ctx.term()
+"""
+
+
+async def test_a_burst_of_peers_larger_than_the_handshake_slots_loses_nobody() -> None:
+    """600 libzmq DEALERs connect at once to a ROUTER with 20 handshake slots, each
+    sending one message at once: every message arrives. (A newcomer used to evict
+    a handshake accepted a moment before, whose peer had already written its
+    greeting and message: the message was lost with the connection.)"""
+    import subprocess
+    import sys
+
+    peers = 600
+    with trio.fail_after(60):
+        async with trizmq.Router(bind="tcp://127.0.0.1:0", max_handshakes=20) as router:
+            endpoint = router.statistics()["bound"][0]
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _LIBZMQ_BURST, endpoint, str(peers)],
+                stdin=subprocess.PIPE,
+            )
+            try:
+                got = set()
+                while len(got) < peers:
+                    for _rid, body in await router.recv_many():
+                        got.add(int(body))
+                assert got == set(range(peers))
+            finally:
+                assert proc.stdin is not None
+                await proc.stdin.aclose()
+                await proc.wait()

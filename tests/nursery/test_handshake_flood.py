@@ -38,7 +38,7 @@ import trizmq
 from trizmq import transport
 from trizmq._endpoint import parse_endpoint
 from trizmq._options import validate_options
-from trizmq.nursery.slots import HandshakeSlots, address_group
+from trizmq.nursery.slots import EVICTION_GRACE, HandshakeSlots, address_group
 from trizmq.testing import VirtualNetwork
 from trizmq.zmtp import Connection, CurveClientMechanism
 
@@ -314,13 +314,19 @@ def test_eviction_counts_handshakes_by_host_or_ipv6_network(address: str, group:
     assert address_group(address) == group
 
 
-async def test_eviction_picks_the_oldest_handshake_of_the_busiest_address() -> None:
+async def test_eviction_picks_the_oldest_handshake_of_the_busiest_address(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     # the slots of one socket, as its acceptor uses them
     options = validate_options("PULL", {"max_handshakes": 5})
     slots = HandshakeSlots(options)
     lone = slots.take("192.0.2.1:1000")  # the oldest of all
     busy = [slots.take(f"192.0.2.2:{port}") for port in range(2000, 2003)]
     other = slots.take("192.0.2.3:3000")
+    # none is evictable before the grace: the acceptor is told how long to wait
+    assert slots.evict("tcp://test") == pytest.approx(EVICTION_GRACE)
+    assert slots.evicted == 0
+    await trio.sleep(EVICTION_GRACE)
     # the busiest address loses its oldest, however old the others are
     for victim in busy[:2]:
         slots.evict("tcp://test")

@@ -7,15 +7,19 @@ does not extend it), and its whole handshake within ``handshake_ivl``.
 
 Rules:
 
-* The acceptor never stops accepting: when every slot is taken, a newcomer evicts
-  the oldest handshake of the peer address holding the most slots
-  (:meth:`HandshakeSlots.evict`) and waits for that connection to close. A flood
-  thus costs at most ``max_handshakes`` connections (memory and file
-  descriptors), an attacker's connections evict each other before anyone else's,
-  and a well-behaved peer, which sends its greeting at once, finishes its
-  handshake long before ``max_handshakes`` newer connections can push it out.
-  Waiting for a free slot instead would leave it behind the flood in the kernel's
-  backlog.
+* When every slot is taken, a newcomer first lets the accepted handshakes run
+  once, then evicts the oldest evictable handshake of the peer address holding the
+  most slots (:meth:`HandshakeSlots.evict`) and waits for that connection to
+  close; only a handshake at least :data:`EVICTION_GRACE` old (``greeting_ivl`` if
+  shorter) may be evicted, and while none is, the newcomer waits for a free slot
+  (in the kernel's backlog, which the ``backlog`` option sizes). A flood thus costs
+  at most ``max_handshakes`` connections (memory and file descriptors), an
+  attacker's connections evict each other before anyone else's, a newcomer gets a
+  slot within the grace, and a burst of well-behaved peers (a thousand connecting
+  at once) is not cut: each greets at once and finishes well within the grace.
+  Without the grace a newcomer could evict a handshake accepted a moment before,
+  whose peer had already written its greeting and first message: that message
+  was lost with the connection.
 * Addresses are grouped for eviction (:func:`address_group`): an IPv4 address, an
   IPv6 /64 (what one IPv6 host usually holds), or the address text.
 * Choosing the connection that made the least progress instead could be gamed:
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from ..transport.base import Codec
 
 __all__ = [
+    "EVICTION_GRACE",
     "EVICTION_REPORT_EVERY",
     "HandshakeCut",
     "HandshakeSlot",
@@ -51,6 +56,10 @@ log = logging.getLogger("trizmq")
 
 #: under a flood, the WARNING about evicted handshakes comes at most this often (seconds)
 EVICTION_REPORT_EVERY = 10.0
+#: a handshake younger than this (seconds) is never evicted (``greeting_ivl`` if shorter):
+#: a well-behaved peer's greeting is on its way; under a flood, the slots still turn
+#: over max_handshakes / EVICTION_GRACE times a second
+EVICTION_GRACE = 0.1
 
 
 class HandshakeCut(Exception):
@@ -87,13 +96,15 @@ class HandshakeSlot:
     accept) until the peer's greeting and first handshake command have arrived.
     """
 
-    __slots__ = ("evicted", "greeted", "group", "held", "order", "scope")
+    __slots__ = ("accepted_at", "evicted", "greeted", "group", "held", "order", "scope")
 
     def __init__(self, group: str, order: int, greeting_deadline: float) -> None:
         #: the peer's :func:`address_group`
         self.group = group
         #: accept order: the smallest is the oldest
         self.order = order
+        #: when it was accepted (trio's clock)
+        self.accepted_at = trio.current_time()
         self.scope = trio.CancelScope(deadline=greeting_deadline)
         #: the greeting and first command arrived: the greeting deadline is lifted
         self.greeted = False
@@ -126,14 +137,27 @@ class HandshakeSlots:
         self._order = itertools.count()
 
     async def admit(self, endpoint: str, address: str) -> HandshakeSlot:
-        """A slot for a connection just accepted from ``address``, evicting another
-        handshake (and waiting for it to close) when every slot is taken."""
+        """A slot for a connection just accepted from ``address``: a free one, or one
+        freed by evicting a handshake old enough (waiting for it to close), or the
+        first to free up while none is old enough."""
         try:
             self._free.acquire_nowait()
         except trio.WouldBlock:
-            self.evict(endpoint)
-            # the victim lets go of its slot as soon as it has closed
-            await self._free.acquire()
+            # let the handshakes already accepted read what their peers sent (a burst
+            # of well-behaved peers finishes them now) before cutting one
+            await trio.lowlevel.checkpoint()
+            if self._free.value:
+                self._free.acquire_nowait()
+                return self.take(address)
+            while True:
+                wait = self.evict(endpoint)
+                if wait is None:
+                    # the victim lets go of its slot as soon as it has closed
+                    await self._free.acquire()
+                    break
+                with trio.move_on_after(wait):
+                    await self._free.acquire()
+                    break
         return self.take(address)
 
     def take(self, address: str) -> HandshakeSlot:
@@ -161,19 +185,38 @@ class HandshakeSlots:
             self._forget(slot)
             self._free.release()
 
-    def evict(self, endpoint: str) -> None:
+    def grace(self) -> float:
+        """How old a handshake must be before it may be evicted."""
+        greeting_ivl = self.options.greeting_ivl
+        return EVICTION_GRACE if greeting_ivl is None else min(EVICTION_GRACE, greeting_ivl)
+
+    def evict(self, endpoint: str) -> float | None:
         """Every slot is taken: cut the oldest handshake of the address group that holds
-        the most slots (ties: the oldest such handshake). See the module docstring."""
+        the most slots (ties: the oldest such handshake), among the handshakes at
+        least :meth:`grace` old. Returns None when it cut one (or only connections
+        evicted already, closing, hold slots), else the seconds until one is old
+        enough. See the module docstring."""
         victim: HandshakeSlot | None = None
         most = 0
+        old_enough = trio.current_time() - self.grace()
+        wait = math.inf
         for slots in self.handshaking.values():
-            oldest = next(iter(slots))
+            candidate = None
+            for slot in slots:  # oldest first: the first is the group's candidate
+                if slot.accepted_at <= old_enough:
+                    candidate = slot
+                else:
+                    wait = min(wait, slot.accepted_at - old_enough)
+                break
+            if candidate is None:
+                continue
             if len(slots) > most or (
-                len(slots) == most and victim is not None and oldest.order < victim.order
+                len(slots) == most and victim is not None and candidate.order < victim.order
             ):
-                victim, most = oldest, len(slots)
+                victim, most = candidate, len(slots)
         if victim is None:
-            return  # every slot belongs to a connection evicted already, closing
+            # every handshake is younger than the grace: wait for one to end or age
+            return None if wait == math.inf else max(wait, 0.0)
         self._forget(victim)
         victim.evicted = True
         victim.scope.cancel()
@@ -190,6 +233,7 @@ class HandshakeSlots:
             )
             self._unreported = 0
             self._reported_at = now
+        return None
 
     @contextlib.contextmanager
     def guard(self, slot: HandshakeSlot | None) -> Iterator[None]:

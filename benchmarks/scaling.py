@@ -1,0 +1,505 @@
+"""Scaling: what a crowd of peers costs trizmq, side by side with libzmq (pyzmq).
+
+    python -m benchmarks.scaling                 # every row, about four minutes
+    python -m benchmarks.scaling --quick         # a small subset, for tests
+    python -m benchmarks.scaling --only idle --json out.json
+
+Each row measures the socket under test, trizmq or pyzmq, in a process of its own,
+against the same load from pyzmq helper processes, interleaved (trizmq, pyzmq,
+trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
+
+* **idle peers**: a PULL (or a ROUTER) bound on tcp with P idle peers connected
+  (PUSH or DEALER sockets in helper processes, each of which sent one greeting
+  message, so that the receiver knows they are all there) and one busy peer
+  sending 64 B messages as fast as it can; messages received per second.
+* **fan-in**: K PUSH processes -> one PULL; messages received per second in all.
+* **fan-out**: one PUB -> K SUB sockets (in up to four helper processes);
+  deliveries per second in all, and the PUB's CPU time per message published.
+* **connect**: 1,000 DEALERs (one helper process) connect to a bound ROUTER and
+  each sends one message; seconds from the first connect to the last message.
+
+trizmq receives with ``recv_many`` and publishes with ``send_many``; pyzmq uses its
+plain blocking calls. The receiving side is measured for ``--duration`` seconds
+from its first message (after the greetings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+Spec = dict[str, Any]
+SIZE = 64
+GREETING = b"hello"
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's open-file limit to its hard limit; return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+# ---------------------------------------------------------------------------- helpers
+# Helper processes are pyzmq only: the same load whichever implementation is measured.
+
+
+def zmq_context(sockets: int) -> Any:
+    import zmq
+
+    ctx = zmq.Context()
+    ctx.set(zmq.MAX_SOCKETS, sockets + 64)
+    return ctx
+
+
+def helper_idle(conn: Connection, spec: Spec) -> None:
+    """``count`` idle PUSH or DEALER sockets: each connects and sends one greeting."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq_context(spec["count"])
+    kind = zmq.DEALER if spec["kind"] == "router" else zmq.PUSH
+    socks = []
+    for _ in range(spec["count"]):
+        sock = ctx.socket(kind)
+        sock.linger = 0
+        sock.connect(spec["endpoint"])
+        sock.send(GREETING)
+        socks.append(sock)
+    conn.send(("connected", None))
+    conn.recv()  # stop
+    for sock in socks:
+        sock.close()
+    ctx.term()
+
+
+def helper_sender(conn: Connection, spec: Spec) -> None:
+    """One PUSH or DEALER sending 64 B messages as fast as the receiver takes them
+    (blocking sends, with a timeout so that it notices when to stop)."""
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER if spec["kind"] == "router" else zmq.PUSH)
+    sock.linger = 0
+    sock.sndtimeo = 100
+    sock.connect(spec["endpoint"])
+    conn.send(("connected", None))
+    msg = b"x" * SIZE
+    send = sock.send
+    while not conn.poll():
+        try:
+            for _ in range(1024):
+                send(msg)
+        except zmq.Again:
+            pass
+    sock.close()
+    ctx.term()
+
+
+def helper_subscribers(conn: Connection, spec: Spec) -> None:
+    """``count`` SUB sockets subscribed to everything; counts what they get."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq_context(spec["count"])
+    poller = zmq.Poller()
+    socks = []
+    for _ in range(spec["count"]):
+        sock = ctx.socket(zmq.SUB)
+        sock.rcvhwm = 10_000
+        sock.linger = 0
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        sock.connect(spec["endpoint"])
+        poller.register(sock, zmq.POLLIN)
+        socks.append(sock)
+    conn.send(("connected", None))
+    received = 0
+    first = last = 0.0
+    while not conn.poll():
+        for sock, _ in poller.poll(50):
+            while True:
+                try:
+                    sock.recv(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                received += 1
+        if received and not first:
+            first = time.monotonic()
+        last = time.monotonic()
+    conn.recv()
+    conn.send(("result", {"received": received, "first": first, "last": last}))
+    for sock in socks:
+        sock.close()
+    ctx.term()
+
+
+# -------------------------------------------------------------------- measured sides
+
+
+def tz_receiver(conn: Connection, spec: Spec) -> None:
+    """A trizmq PULL or ROUTER: greetings first, then ``duration`` s of counting."""
+    import trio
+
+    import trizmq
+
+    raise_fd_limit()
+
+    async def main() -> None:
+        cls = trizmq.Router if spec["kind"] == "router" else trizmq.Pull
+        async with cls(bind="tcp://127.0.0.1:0", rcvhwm=1000) as sock:
+            conn.send(("ready", sock.statistics()["bound"][0]))
+            greetings = spec["greetings"]
+            while greetings:
+                for msg in await sock.recv_many():
+                    if msg[-1] == GREETING:
+                        greetings -= 1
+            set_up = time.monotonic()
+            conn.send(("greeted", set_up))
+            if not spec["duration"]:
+                return
+            count = 0
+            await sock.recv_many()
+            t0 = time.monotonic()
+            deadline = t0 + spec["duration"]
+            while True:
+                batch = await sock.recv_many()
+                count += len(batch)
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+            conn.send(("result", {"rate": count / (now - t0)}))
+
+    trio.run(main)
+
+
+def zmq_receiver(conn: Connection, spec: Spec) -> None:
+    """The same with pyzmq."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq_context(spec["greetings"] + 64)
+    sock = ctx.socket(zmq.ROUTER if spec["kind"] == "router" else zmq.PULL)
+    sock.rcvhwm = 1000
+    sock.linger = 0
+    sock.bind("tcp://127.0.0.1:*")
+    conn.send(("ready", sock.getsockopt(zmq.LAST_ENDPOINT).decode()))
+    greetings = spec["greetings"]
+    router = spec["kind"] == "router"
+    while greetings:
+        msg = sock.recv_multipart() if router else [sock.recv()]
+        if msg[-1] == GREETING:
+            greetings -= 1
+    conn.send(("greeted", time.monotonic()))
+    if spec["duration"]:
+        recv = sock.recv_multipart if router else sock.recv
+        recv()
+        count = 0
+        t0 = time.monotonic()
+        deadline = t0 + spec["duration"]
+        while True:
+            for _ in range(256):
+                recv()
+            count += 256
+            now = time.monotonic()
+            if now >= deadline:
+                break
+        conn.send(("result", {"rate": count / (now - t0)}))
+    sock.close()
+    ctx.term()
+
+
+def tz_publisher(conn: Connection, spec: Spec) -> None:
+    """A trizmq PUB publishing 64 B messages in batches for ``duration`` s."""
+    import trio
+
+    import trizmq
+
+    raise_fd_limit()
+
+    async def main() -> None:
+        async with trizmq.Pub(bind="tcp://127.0.0.1:0", sndhwm=10_000) as pub:
+            conn.send(("ready", pub.statistics()["bound"][0]))
+            while pub.statistics()["subscriptions"] < spec["subscribers"]:
+                await trio.sleep(0.01)
+            conn.recv()  # go
+            batch = [[b"x" * SIZE]] * 64
+            sent = 0
+            cpu0, t0 = time.process_time(), time.monotonic()
+            deadline = t0 + spec["duration"]
+            while time.monotonic() < deadline:
+                sent += await pub.send_many(batch)
+                await trio.sleep(0)
+            cpu = time.process_time() - cpu0
+            conn.send(("result", {"sent": sent, "cpu_us_per_msg": cpu / sent * 1e6}))
+            conn.recv()
+
+    trio.run(main)
+
+
+def zmq_publisher(conn: Connection, spec: Spec) -> None:
+    """The same with pyzmq (whose I/O thread's CPU is counted too)."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.XPUB)  # XPUB: to know when every subscription arrived
+    pub.sndhwm = 10_000
+    pub.linger = 0
+    pub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscriber's subscription, not one
+    pub.bind("tcp://127.0.0.1:*")
+    conn.send(("ready", pub.getsockopt(zmq.LAST_ENDPOINT).decode()))
+    for _ in range(spec["subscribers"]):
+        pub.recv()
+    conn.recv()
+    msg = b"x" * SIZE
+    sent = 0
+    cpu0, t0 = time.process_time(), time.monotonic()
+    deadline = t0 + spec["duration"]
+    while time.monotonic() < deadline:
+        for _ in range(64):
+            pub.send(msg)
+        sent += 64
+    cpu = time.process_time() - cpu0
+    conn.send(("result", {"sent": sent, "cpu_us_per_msg": cpu / sent * 1e6}))
+    conn.recv()
+    pub.close()
+    ctx.term()
+
+
+# ----------------------------------------------------------------------- orchestration
+
+
+class Run:
+    """Processes of one measurement; all are killed on the way out."""
+
+    def __init__(self) -> None:
+        self.ctx = mp.get_context("spawn")
+        self.procs: list[tuple[Any, Connection]] = []
+
+    def start(self, target: Callable[[Connection, Spec], None], spec: Spec) -> Connection:
+        here, there = self.ctx.Pipe()
+        proc = self.ctx.Process(target=target, args=(there, spec), daemon=True)
+        proc.start()
+        self.procs.append((proc, here))
+        return here
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for _proc, conn in self.procs:
+            with _suppress():
+                conn.send(("stop", None))
+        for proc, _ in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def expect(conn: Connection, what: str, timeout: float = 120) -> Any:
+    if not conn.poll(timeout):
+        raise TimeoutError(f"no {what!r} within {timeout} s")
+    tag, value = conn.recv()
+    if tag != what:
+        raise RuntimeError(f"expected {what!r}, got {tag!r}: {value!r}")
+    return value
+
+
+def idle_row(impl: str, kind: str, idle: int, duration: float) -> float:
+    """Messages/s received with ``idle`` quiet peers and one busy one."""
+    receiver = tz_receiver if impl == "trizmq" else zmq_receiver
+    with Run() as run:
+        rx = run.start(receiver, {"kind": kind, "greetings": idle, "duration": duration})
+        endpoint = expect(rx, "ready")
+        helpers = []
+        per_helper = 2500
+        for start in range(0, idle, per_helper):
+            count = min(per_helper, idle - start)
+            helpers.append(
+                run.start(helper_idle, {"kind": kind, "endpoint": endpoint, "count": count})
+            )
+        for helper in helpers:
+            expect(helper, "connected")
+        expect(rx, "greeted")
+        sender = run.start(helper_sender, {"kind": kind, "endpoint": endpoint})
+        expect(sender, "connected")
+        rate: float = expect(rx, "result", timeout=duration + 60)["rate"]
+        return rate
+
+
+def fanin_row(impl: str, senders: int, duration: float) -> float:
+    receiver = tz_receiver if impl == "trizmq" else zmq_receiver
+    with Run() as run:
+        rx = run.start(receiver, {"kind": "pull", "greetings": 0, "duration": duration})
+        endpoint = expect(rx, "ready")
+        expect(rx, "greeted")
+        for _ in range(senders):
+            expect(run.start(helper_sender, {"kind": "pull", "endpoint": endpoint}), "connected")
+        rate: float = expect(rx, "result", timeout=duration + 60)["rate"]
+        return rate
+
+
+def fanout_row(impl: str, subscribers: int, duration: float) -> dict[str, float]:
+    publisher = tz_publisher if impl == "trizmq" else zmq_publisher
+    with Run() as run:
+        pub = run.start(publisher, {"subscribers": subscribers, "duration": duration})
+        endpoint = expect(pub, "ready")
+        groups = min(4, subscribers)
+        subs = []
+        for i in range(groups):
+            count = subscribers // groups + (1 if i < subscribers % groups else 0)
+            subs.append(run.start(helper_subscribers, {"endpoint": endpoint, "count": count}))
+        for sub in subs:
+            expect(sub, "connected")
+        pub.send(("go", None))
+        published = expect(pub, "result", timeout=duration + 60)
+        received = 0
+        first, last = [], []
+        for sub in subs:
+            sub.send(("stop", None))
+            got = expect(sub, "result")
+            received += got["received"]
+            if got["received"]:
+                first.append(got["first"])
+                last.append(got["last"])
+        span = (max(last) - min(first)) if first else duration
+        return {
+            "deliveries": received / max(span, 1e-9),
+            "cpu_us_per_msg": published["cpu_us_per_msg"],
+        }
+
+
+def connect_row(impl: str, peers: int) -> float:
+    """Seconds from the first connect to the last of ``peers`` greetings received."""
+    receiver = tz_receiver if impl == "trizmq" else zmq_receiver
+    with Run() as run:
+        rx = run.start(receiver, {"kind": "router", "greetings": peers, "duration": 0})
+        endpoint = expect(rx, "ready")
+        t0 = time.monotonic()
+        run.start(helper_idle, {"kind": "router", "endpoint": endpoint, "count": peers})
+        greeted: float = expect(rx, "greeted")
+        return greeted - t0
+
+
+# -------------------------------------------------------------------------- the table
+
+
+def rows_for(quick: bool) -> list[tuple[str, str, Callable[[str], Any]]]:
+    """(id, label, measure(impl)) for every row."""
+    duration = 0.5 if quick else 1.0
+    rows: list[tuple[str, str, Callable[[str], Any]]] = []
+    idle_counts = [0, 100] if quick else [0, 100, 1000, 10_000]
+    for kind, label in (("pull", "PULL"), ("router", "ROUTER")):
+        for idle in idle_counts:
+            rows.append(
+                (
+                    f"idle-{kind}-{idle}",
+                    f"{label}, {idle:,} idle peers + 1 busy, msgs/s",
+                    lambda impl, k=kind, p=idle: idle_row(impl, k, p, duration),
+                )
+            )
+    for senders in [1, 4] if quick else [1, 4, 16, 64]:
+        rows.append(
+            (
+                f"fanin-{senders}",
+                f"fan-in, {senders} PUSH -> 1 PULL, msgs/s",
+                lambda impl, k=senders: fanin_row(impl, k, duration),
+            )
+        )
+    for subscribers in [1, 4] if quick else [1, 4, 16, 64]:
+        rows.append(
+            (
+                f"fanout-{subscribers}",
+                f"fan-out, 1 PUB -> {subscribers} SUB",
+                lambda impl, k=subscribers: fanout_row(impl, k, duration),
+            )
+        )
+    peers = 100 if quick else 1000
+    rows.append(
+        (
+            f"connect-{peers}",
+            f"{peers:,} DEALERs connect to a ROUTER, s",
+            lambda impl, p=peers: connect_row(impl, p),
+        )
+    )
+    return rows
+
+
+def fmt(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1e3:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:.3g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small subset, for tests")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--only", action="append", help="rows whose id contains this")
+    parser.add_argument("--json", help="write the results as JSON")
+    args = parser.parse_args(argv)
+    raise_fd_limit()
+    results: list[dict[str, Any]] = []
+    for row_id, label, measure in rows_for(args.quick):
+        if args.only and not any(o in row_id for o in args.only):
+            continue
+        samples: dict[str, list[Any]] = {"trizmq": [], "pyzmq": []}
+        for _ in range(args.repetitions):
+            for impl in ("trizmq", "pyzmq"):
+                try:
+                    samples[impl].append(measure(impl))
+                except (OSError, TimeoutError, RuntimeError) as exc:
+                    samples[impl].append({"error": str(exc)})
+        row: dict[str, Any] = {"id": row_id, "label": label}
+        for impl, values in samples.items():
+            good = [v for v in values if not (isinstance(v, dict) and "error" in v)]
+            if not good:
+                row[impl] = {"error": values[-1]["error"]}
+            elif isinstance(good[0], dict):
+                row[impl] = {k: statistics.median(v[k] for v in good) for k in good[0]}
+            else:
+                row[impl] = statistics.median(good)
+        results.append(row)
+        print(describe(row), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": results, "cpus": os.cpu_count()}, f, indent=2)
+    return 0
+
+
+def describe(row: dict[str, Any]) -> str:
+    tz, zq = row["trizmq"], row["pyzmq"]
+    if (isinstance(tz, dict) and "error" in tz) or (isinstance(zq, dict) and "error" in zq):
+        return f"| {row['label']} | {tz} | {zq} | |"
+    if isinstance(tz, dict):
+        parts = []
+        for key in tz:
+            ratio = tz[key] / zq[key] if zq[key] else float("nan")
+            parts.append(f"{key} {fmt(tz[key])} / {fmt(zq[key])} ({ratio:.2f})")
+        return f"| {row['label']} | " + " | ".join(parts) + " |"
+    return f"| {row['label']} | {fmt(tz)} | {fmt(zq)} | {tz / zq:.2f} |"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
