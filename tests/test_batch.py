@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
 
 import trizmq
+from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath import RawOutput
 
 
 @pytest.mark.parametrize("endpoint", ["inproc://batch", "tcp://127.0.0.1:0"])
@@ -61,3 +65,101 @@ async def test_single_part_types_take_one_frame_messages_in_batches() -> None:
             with pytest.raises(ValueError):
                 await scatter.send_many([[b"x", b"y"]])
             assert await gather.recv_many() == [[b"1"], [b"2"]]
+
+
+async def test_recv_many_shares_a_batch_among_busy_peers_each_in_order() -> None:
+    """Three peers with messages waiting: one batch draws on all of them, and each
+    peer's messages come in the order it sent them."""
+    with trio.fail_after(10):
+        async with trizmq.Pull(bind="inproc://batch-fair", rcvhwm=0) as pull:
+            pushes = [trizmq.Push(connect="inproc://batch-fair") for _ in range(3)]
+            async with pushes[0], pushes[1], pushes[2]:
+                for n, push in enumerate(pushes):
+                    await push.send_many([[b"%d" % n, b"%d" % i] for i in range(300)])
+                first = await pull.recv_many(90)
+                assert len(first) == 90
+                assert {msg[0] for msg in first} == {b"0", b"1", b"2"}
+                rest: list[list[bytes]] = []
+                while len(first) + len(rest) < 900:
+                    rest += await pull.recv_many(1000)
+                for n in range(3):
+                    mine = [msg[1] for msg in first + rest if msg[0] == b"%d" % n]
+                    assert mine == [b"%d" % i for i in range(300)]
+
+
+@pytest.mark.parametrize("endpoint", ["inproc://batch-router", "tcp://127.0.0.1:0"])
+async def test_router_recv_many_names_each_message_s_peer(endpoint: str) -> None:
+    with trio.fail_after(10):
+        async with trizmq.Router(bind=endpoint, rcvhwm=0) as router:
+            bound = router.statistics()["bound"][0]
+            dealers = [trizmq.Dealer(connect=bound, routing_id=b"d%d" % n) for n in range(2)]
+            async with dealers[0], dealers[1]:
+                for dealer in dealers:
+                    await dealer.send_many([[b"%d" % i] for i in range(200)])
+                got: list[list[bytes]] = []
+                while len(got) < 400:
+                    got += await router.recv_many(64)
+                for n in range(2):
+                    mine = [msg[1] for msg in got if msg[0] == b"d%d" % n]
+                    assert mine == [b"%d" % i for i in range(200)]
+                assert all(len(msg) == 2 for msg in got)
+
+
+async def test_send_many_sends_the_messages_before_a_bad_one() -> None:
+    with trio.fail_after(10):
+        async with (
+            trizmq.Pull(bind="inproc://batch-bad") as pull,
+            trizmq.Push(connect="inproc://batch-bad") as push,
+        ):
+            with pytest.raises(ValueError):
+                await push.send_many([[b"1"], [b"2"], [], [b"4"]])
+            assert await pull.recv_many() == [[b"1"], [b"2"]]
+
+
+@pytest.mark.parametrize("transport", ["tcp", "inproc"])
+async def test_pub_send_many_reaches_every_subscriber_past_a_muted_one(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch published to three subscribers, one of which reads nothing: the
+    other two get every message in order; the muted one's queue stops at its mark
+    and the rest is dropped for it alone. Over tcp (fast path), the batches are
+    written by the publishing task as one shared buffer, whole while the kernel
+    takes them and in part once the muted one's buffers are full."""
+    runs = {True: 0, False: 0}
+    real = RawOutput._write_run
+
+    def counting(output: RawOutput, items: Any, run: Any) -> bool:
+        whole = real(output, items, run)
+        runs[whole] += 1
+        return whole
+
+    monkeypatch.setattr(RawOutput, "_write_run", counting)
+    endpoint = "tcp://127.0.0.1:0" if transport == "tcp" else "inproc://batch-pub"
+    with trio.fail_after(20):
+        # an XPUB (a PUB that hands subscriptions to the application): the test
+        # awaits the three subscriptions before it publishes
+        async with trizmq.XPub(bind=endpoint, sndhwm=50, xpub_verbose=True) as pub:
+            bound = pub.statistics()["bound"][0]
+            # the muted one's queue holds one message: its reader stops, and (tcp) the
+            # kernel's buffers, far smaller than 1000 messages of 16 KiB, fill up
+            # (an inproc link is sized by the connecting side's marks, both of them)
+            subs = [
+                trizmq.Sub(connect=bound, subscribe=b"", rcvhwm=hwm, sndhwm=hwm)
+                for hwm in (0, 0, 1)
+            ]
+            async with subs[0], subs[1], subs[2]:
+                for _ in subs:
+                    assert await pub.recv() == b"\x01"
+                sent = 0
+                for round_ in range(100):
+                    batch = [[b"%d" % (round_ * 10 + i) + bytes(16_384)] for i in range(10)]
+                    sent += await pub.send_many(batch)
+                    for sub in subs[:2]:
+                        got = []
+                        while len(got) < 10:
+                            got += await sub.recv_many(10)
+                        assert got == batch
+                assert sent == 1000
+                assert pub.statistics()["dropped"] > 0  # the muted one's, only
+    if transport == "tcp" and fastpath.ENABLED:
+        assert runs[True] > 0 and runs[False] > 0

@@ -34,6 +34,8 @@ __all__ = ["Socket"]
 
 #: a send or receive that did not wait still yields to the scheduler once per this many calls
 YIELD_EVERY = 128
+#: send_many routes the messages it is given in batches of up to this many
+SEND_CHUNK = 256
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
@@ -178,15 +180,42 @@ class Socket(SocketLife):
         """
         await _checkpoint_if_cancelled()
         count = 0
+        prepare = self._prepare
+        chunk: list[list[bytes]] = []
         for frames in messages:
-            msg = self._prepare(frames)
-            while not self._route(msg):
-                await self._wait_to_send()
-            count += 1
+            try:
+                msg = prepare(frames)
+            except BaseException:
+                # the messages before a bad one are sent, as one by one they would be
+                count += await self._route_all(chunk)
+                raise
+            chunk.append(msg)
+            if len(chunk) == SEND_CHUNK:
+                count += await self._route_all(chunk)
+                chunk = []
+        if chunk:
+            count += await self._route_all(chunk)
         if self._fast is not None:
             self._fast.waited()
         await trio.lowlevel.cancel_shielded_checkpoint()
         return count
+
+    async def _route_all(self, msgs: list[list[bytes]]) -> int:
+        """Route ``msgs`` in order, in batches (the strategy's ``send_batch``), waiting
+        where the pattern says; return how many (all, unless cancelled)."""
+        start, end = 0, len(msgs)
+        strategy = self._strategy
+        while True:
+            if not self._sendable:
+                self._check_send()
+            fast = self._fast
+            if fast is None or not fast.armed:
+                start = strategy.send_batch(msgs, start)
+            else:
+                start = fast.route_batch(strategy.send_batch, msgs, start)
+            if start == end:
+                return end
+            await self._wait_to_send()
 
     # -- receiving -------------------------------------------------------------------------
     def _check_recv(self) -> None:
@@ -306,12 +335,13 @@ class Socket(SocketLife):
         if max_messages < 1:
             raise ValueError(f"max_messages must be >= 1, not {max_messages!r}")
         batch = [await self.recv_multipart()]
-        recv = self._strategy.recv
-        while len(batch) < max_messages and not self._closing:
-            msg = recv()
-            if msg is None:
-                break
-            batch.append(self._frames_of(msg))
+        if max_messages > 1 and not self._closing:
+            if self._own_frames:
+                raw: list[list[bytes]] = []
+                self._strategy.recv_into(raw, max_messages - 1)
+                batch += map(self._frames_of, raw)
+            else:
+                self._strategy.recv_into(batch, max_messages)
         return batch
 
     @property

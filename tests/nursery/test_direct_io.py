@@ -320,3 +320,83 @@ async def test_the_switch_turns_direct_io_off(monkeypatch: pytest.MonkeyPatch) -
     finally:
         await stream.aclose()
         b.close()
+
+
+def test_a_batch_written_in_part_leaves_the_rest_owed_whole() -> None:
+    """``_split_sent``: the items a partial write covered leave the queue; the one it
+    cut keeps only its bytes still owed; the rest stay as they were."""
+    from collections import deque
+
+    from trizmq.nursery.fastpath import _split_sent
+
+    items: deque[object] = deque([[b"aaa"], [b"bb"], [b"cccc"], "command"])
+    buf = bytearray(b"AAAAABBBBCCCCCC")
+    ends = [5, 9, 15]
+    _split_sent(items, ends, buf, 7)
+    assert list(items) == [b"BB", [b"cccc"], "command"]
+    items = deque([[b"aaa"], [b"bb"]])
+    _split_sent(items, [5, 9], bytearray(b"AAAAABBBB"), 5)  # on a boundary
+    assert list(items) == [[b"bb"]]
+    items = deque([[b"aaa"], [b"bb"]])
+    _split_sent(items, [5, 9], bytearray(b"AAAAABBBB"), 0)
+    assert list(items) == [[b"aaa"], [b"bb"]]
+
+
+@pytest.mark.fastpath
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_batches_written_through_under_back_pressure_arrive_whole(
+    transport: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """``send_many`` batches written by the sending task (one call per connection per
+    batch) into a kernel buffer that fills up: the rest of a cut message and the
+    messages after it go to the writer, and a libzmq receiver gets every message in
+    order."""
+    # under BIG_FRAME (written by the writer from the sender's object); batches of
+    # up to ~80 KB, more than one write-through takes (WRITE_BATCH)
+    sizes = [1, 300, 5_000, 20_000, 60_000]
+    messages = [bytes([i % 251]) * sizes[i % len(sizes)] for i in range(300)]
+    batches = [messages[i : i + 4] for i in range(0, len(messages), 4)]
+    written = partial = 0
+    real = RawOutput.write_queue_now
+
+    def counting(output: RawOutput) -> bool:
+        nonlocal written, partial
+        done = real(output)
+        pipe = output.actor.peer.out_pipe
+        if done:
+            written += 1
+        elif pipe and pipe.peek().__class__ is bytes:
+            partial += 1  # cut short: the rest of a message is owed first
+        return done
+
+    monkeypatch.setattr(RawOutput, "write_queue_now", counting)
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.rcvhwm = 5
+    pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
+    pull.linger = 0
+    try:
+        with trio.fail_after(30):
+            if transport == "tcp":
+                port = pull.bind_to_random_port("tcp://127.0.0.1")
+                endpoint = f"tcp://127.0.0.1:{port}"
+            else:
+                endpoint = f"ipc://{tmp_path}/batches.ipc"
+                pull.bind(endpoint)
+            async with trizmq.Push(connect=endpoint, sndhwm=1000) as push:
+                # connected and idle first: the batches then find the writer idle
+                # until the kernel's buffers fill
+                await push.send(b"hello")
+                assert await trio.to_thread.run_sync(pull.recv) == b"hello"
+                for batch in batches:
+                    # as after a wait of the socket, when the writer may be idle again
+                    push._fast.waited()  # type: ignore[union-attr]
+                    assert await push.send_many([[m] for m in batch]) == len(batch)
+                    await trio.sleep(0)
+                # read only now, so that the kernel buffer filled meanwhile
+                got = [await trio.to_thread.run_sync(pull.recv) for _ in messages]
+                assert got == messages
+    finally:
+        pull.close()
+        ctx.term()
+    assert written > 0 and partial > 0

@@ -29,6 +29,21 @@ def test_bounded_by_the_mark() -> None:
     assert pipe.full and len(pipe) == 3
 
 
+def test_offer_many_takes_what_the_mark_lets_in_with_one_wake_up() -> None:
+    pipe = Pipe(5)
+    woken = Counter()
+    pipe.on_readable = woken
+    assert pipe.offer_many([[b"a"], [b"b"], [b"c"]]) == 3
+    assert woken.calls == 1
+    assert pipe.offer_many([[b"d"], [b"e"], [b"f"]]) == 2  # f is over the mark
+    assert woken.calls == 1 and pipe.full
+    assert pipe.offer_many([[b"g"]]) == 0
+    assert pipe.drain() == [[b"a"], [b"b"], [b"c"], [b"d"], [b"e"]]
+    assert pipe.offer_many([]) == 0 and woken.calls == 1  # nothing came: no wake-up
+    unbounded = Pipe(0)
+    assert unbounded.offer_many([[b"x"]] * 10_000) == 10_000
+
+
 def test_zero_means_unbounded() -> None:
     pipe = Pipe(0)
     pipe.extend([[b"x"]] * 10_000)

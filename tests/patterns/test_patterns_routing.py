@@ -337,6 +337,11 @@ class CountingInbox:
         self.looks += 1
         return self.items.popleft() if self.items else None
 
+    def take(self, limit: int) -> list[object]:
+        self.looks += 1
+        items = self.items
+        return [items.popleft() for _ in range(min(limit, len(items)))]
+
 
 class Inboxed:
     def __init__(self, name: str) -> None:
@@ -426,3 +431,73 @@ def test_a_departed_peer_leaves_after_its_last_item_and_a_removed_one_at_once() 
     assert a not in queue and b not in queue
     assert queue.poll() == "c0"
     assert queue.poll() is None
+
+
+# -- batches: slices shared among the ready peers -----------------------------------------
+
+
+def drain_in_chunks(queue: FairQueue[Inboxed], limit: int) -> list[tuple[str, list[object]]]:
+    """Batches of ``limit`` as a batch receive takes them: (peer, slice) pairs."""
+    got: list[tuple[str, list[object]]] = []
+    room = limit
+    while room and (chunk := queue.poll_chunk(room)):
+        got.append((queue.source.name, chunk))
+        room -= len(chunk)
+    return got
+
+
+def test_a_batch_is_shared_among_the_ready_peers_each_in_order() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    a, b, c = Inboxed("a"), Inboxed("b"), Inboxed("c")
+    for peer in (a, b, c):
+        queue.add(peer)
+    for i in range(100):
+        a.put(queue, f"a{i}")
+    for i in range(5):
+        b.put(queue, f"b{i}")
+    for i in range(100):
+        c.put(queue, f"c{i}")
+    chunks = drain_in_chunks(queue, 30)
+    # 30 among three ready peers: ten each, b gives all it has, and what is left is
+    # shared among the others, a share of the room left each time (rounded up)
+    assert [(name, len(chunk)) for name, chunk in chunks] == [
+        ("a", 10),
+        ("b", 5),
+        ("c", 8),
+        ("a", 4),
+        ("c", 2),
+        ("a", 1),
+    ]
+    for name in "ac":
+        taken = [item for peer, chunk in chunks if peer == name for item in chunk]
+        assert taken == [f"{name}{i}" for i in range(len(taken))]
+    # the next batch starts with the peer whose turn is next, and b is no longer ready
+    assert [name for name, _ in drain_in_chunks(queue, 30)][:2] == ["c", "a"]
+
+
+def test_a_batch_looks_at_no_quiet_peer() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    quiet = [Inboxed(f"quiet{i}") for i in range(1000)]
+    busy = [Inboxed(f"busy{i}") for i in range(4)]
+    for peer in [*quiet, *busy]:
+        queue.add(peer)
+    assert queue.poll_chunk(10) == []  # the first look at every new peer
+    for peer in [*quiet, *busy]:
+        peer.in_pipe.looks = 0
+    for peer in busy:
+        for i in range(64):
+            peer.put(queue, i)
+    assert sum(len(chunk) for _, chunk in drain_in_chunks(queue, 1024)) == 256
+    assert looks(quiet) == 0
+    assert looks(busy) <= 3 * 4  # per peer: "any?", a take and "more?"
+
+
+def test_one_peer_batches_in_one_slice() -> None:
+    queue: FairQueue[Inboxed] = FairQueue()
+    a = Inboxed("a")
+    queue.add(a)
+    for i in range(10):
+        a.put(queue, i)
+    assert queue.poll_chunk(4) == [0, 1, 2, 3] and queue.source is a
+    assert queue.poll_chunk(100) == list(range(4, 10))
+    assert queue.poll_chunk(100) == []

@@ -53,6 +53,15 @@ class FakePipe:
         self.put(item)
         return True
 
+    def offer_many(self, batch: list[Any]) -> int:
+        room = self.hwm - len(self.items) if self.hwm else len(batch)
+        taken = batch[: max(room, 0)]
+        self.extend(taken)
+        return len(taken)
+
+    def take(self, limit: int) -> list[Any]:
+        return [self.items.popleft() for _ in range(min(limit, len(self.items)))]
+
     def extend(self, items: Any) -> None:
         was_empty = not self.items
         self.items.extend(items)

@@ -35,13 +35,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 from trio.lowlevel import enable_ki_protection
 
-from ..patterns.sockets.base import Fanout
+from ..patterns.sockets.base import Fanout, FanoutRun
 from ..zmtp import ProtocolError
 from ..zmtp.encoding import Buffer
 from ..zmtp.frames import MORE, frame_header
@@ -69,6 +71,10 @@ log = logging.getLogger("trizmq")
 
 #: frames at least this big are written from the caller's object, not copied
 BIG_FRAME = 64 * 1024
+#: a write-through of a batch stops gathering messages past this many bytes
+WRITE_BATCH = 64 * 1024
+#: a published batch is encoded into one shared buffer up to this many bytes
+RUN_BYTES = 256 * 1024
 #: scheduler passes a reader lets go by before it reads again after handing on a message
 LOOK_AGAIN_AFTER = 2
 
@@ -389,6 +395,80 @@ class RawOutput:
             self._idle.unpark_all()
 
     @enable_ki_protection
+    def write_queue_now(self) -> bool:
+        """Write what the sending task just queued to the idle writer's pipe, with one
+        non-blocking call from that task; True when all of it went out.
+
+        As :meth:`write_now`, for a batch: up to :data:`WRITE_BATCH` bytes of
+        messages (a publisher's shared ones encoded once for all its connections),
+        stopping at a big frame or a command, which the writer takes. Whatever the
+        kernel did not take stays queued, a message begun as the bytes still owed.
+        """
+        items = self._pipe._items
+        if self.actor.codec.closed:
+            return False
+        self._fast.allowed = self._fast.armed = False
+        first = items[0]
+        if first.__class__ is Fanout:
+            run = first.run
+            if run is not None and items[-1] is run.items[-1] and len(items) == len(run.items):
+                return self._write_run(items, run)
+        encode_into = self._encode_into
+        buf = bytearray()
+        ends: list[int] = []
+        for item in items:
+            cls = item.__class__
+            if cls is Fanout:
+                wire = item.wire  # type: ignore[attr-defined]
+                if wire is None:
+                    start = len(buf)
+                    encode_into(buf, item.frames)  # type: ignore[attr-defined]
+                    item.wire = bytes(buf[start:])  # type: ignore[attr-defined]
+                else:
+                    buf += wire
+            elif cls is list and len(item[-1]) < BIG_FRAME:  # type: ignore[index]
+                encode_into(buf, item)  # type: ignore[arg-type]
+            else:
+                break
+            ends.append(len(buf))
+            if len(buf) >= WRITE_BATCH:
+                break
+        if not ends:
+            return False
+        try:
+            sent = self.raw.send(buf)
+        except OSError:  # BlockingIOError included: the writer meets it again
+            return False
+        _split_sent(items, ends, buf, sent)
+        return not items
+
+    def _write_run(self, items: deque[object], run: FanoutRun) -> bool:
+        """The queue holds exactly one published batch: write its one shared buffer
+        (encoded by the first connection to get here), in one call."""
+        wire = run.wire
+        if wire is None:
+            buf = bytearray()
+            encode_into = self._encode_into
+            ends = run.ends
+            for item in run.items:
+                if len(item.frames[-1]) >= BIG_FRAME or len(buf) >= RUN_BYTES:
+                    break  # not copied for one write: the writers take the rest
+                encode_into(buf, item.frames)
+                ends.append(len(buf))
+            wire = run.wire = bytes(buf)
+        if not wire:
+            return False
+        try:
+            sent = self.raw.send(wire)
+        except OSError:  # BlockingIOError included: the writer meets it again
+            return False
+        if sent == len(wire) and len(run.ends) == len(items):
+            items.clear()
+            return True
+        _split_sent(items, run.ends, wire, sent)
+        return not items
+
+    @enable_ki_protection
     def write_now(self) -> bool:
         """Write the message just queued to the idle writer's empty pipe, from the
         sending task; True when it went out whole and nothing else waits.
@@ -423,6 +503,17 @@ class RawOutput:
             return False
         items.popleft()
         return not items
+
+
+def _split_sent(items: deque[object], ends: list[int], buf: bytearray | bytes, sent: int) -> None:
+    """Remove from ``items`` the first ``len(ends)`` items, encoded into ``buf`` (item
+    ``i`` ending at ``ends[i]``), as far as ``sent`` bytes of it went out: a message
+    only partly written stays at the head as the bytes still owed for it."""
+    whole = bisect_right(ends, sent)
+    for _ in range(whole):
+        items.popleft()
+    if whole < len(ends) and sent > (ends[whole - 1] if whole else 0):
+        items[0] = bytes(buf[sent : ends[whole]])
 
 
 def encode_big(parts: list[Buffer], buf: bytearray, frames: Sequence[bytes]) -> None:
@@ -500,6 +591,27 @@ class FastPath:
                 pending, self.pending = self.pending, []
                 for output in pending:
                     if not (self.allowed and output.write_now()):
+                        output.wake()
+
+    def route_batch(
+        self,
+        send_batch: Callable[[list[list[bytes]], int], int],
+        msgs: list[list[bytes]],
+        start: int,
+    ) -> int:
+        """``send_batch(msgs, start)`` (a strategy's routing of a batch), then write
+        through, with one call each, what it queued for the connections that were
+        idle: a batch costs each of them one system call and no wake-up."""
+        self.routing = True
+        try:
+            return send_batch(msgs, start)
+        finally:
+            self.routing = False
+            if self.pending:
+                pending, self.pending = self.pending, []
+                allowed = self.allowed
+                for output in pending:
+                    if not (allowed and output.write_queue_now()):
                         output.wake()
 
     async def wait_to_recv(self) -> None:

@@ -116,6 +116,23 @@ class Pipe:
         self._became_readable()
         return True
 
+    def offer_many(self, batch: list[object]) -> int:
+        """Append as many of ``batch`` as the mark lets in, in order, with at most one
+        wake-up; return how many (a publisher's batch: the rest is dropped)."""
+        items = self._items
+        was_empty = not items
+        hwm = self.hwm
+        if hwm:
+            room = hwm - len(items)
+            if room < len(batch):
+                if room <= 0:
+                    return 0
+                batch = batch[:room]
+        items.extend(batch)
+        if was_empty and items:
+            self._became_readable()
+        return len(batch)
+
     def poll(self) -> object:
         """Remove and return the oldest item, or None when the pipe is empty."""
         items = self._items

@@ -40,6 +40,10 @@ class Inbox(Protocol):
         """The oldest item, removed; None when there is none."""
         ...
 
+    def take(self, limit: int) -> list[object]:
+        """The oldest ``limit`` items (all, if fewer), removed."""
+        ...
+
 
 class Source(Protocol):
     """What the fair queue needs of a peer: its incoming queue, and whether it left."""
@@ -230,6 +234,44 @@ class FairQueue(_Rotation[S]):
     def ready_count(self) -> int:
         """How many peers are queued as having input (diagnostics and tests)."""
         return len(self._ready)
+
+    def poll_chunk(self, limit: int) -> list[object]:
+        """Up to ``limit`` items in a row from the next peer that has input, in its
+        order; [] when none has any. :attr:`source` is then the peer they came from.
+
+        The batch form of :meth:`poll`: a batch of ``limit`` is shared among the
+        ready peers, each taking a slice of ``limit / ready`` (rounded up) in its
+        turn, so that several busy peers cost one queue operation per slice, not per
+        item, and a batch still draws on every ready peer before any peer's second
+        slice.
+        """
+        peer = self.only
+        if peer is not None:
+            pipe = peer.in_pipe
+            if not pipe:
+                return []
+            chunk = pipe.take(limit)
+            if peer.gone and not pipe:
+                self.remove(peer)
+            self.source = peer
+            return chunk
+        ready = self._ready
+        while ready:
+            peer = ready.popleft()
+            pipe = peer.in_pipe
+            if not pipe:
+                self._queued.discard(peer)  # drained elsewhere since it was queued
+                continue
+            chunk = pipe.take(-(-limit // (len(ready) + 1)))  # its share, rounded up
+            if pipe:
+                ready.append(peer)  # its next slice comes after the others'
+            else:
+                self._queued.discard(peer)
+                if peer.gone:
+                    self.remove(peer)
+            self.source = peer
+            return chunk
+        return []
 
     def poll(self) -> object:
         """The next incoming item, fair-queued over the peers; None when none has one.

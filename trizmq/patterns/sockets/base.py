@@ -67,8 +67,16 @@ class Queue(Protocol):
         """Append unless full; False when full."""
         ...
 
+    def offer_many(self, batch: list[object]) -> int:
+        """Append as many of ``batch`` as the mark lets in; how many."""
+        ...
+
     def poll(self) -> object:
         """The oldest item, removed; None when empty."""
+        ...
+
+    def take(self, limit: int) -> list[object]:
+        """The oldest ``limit`` items (all, if fewer), removed."""
         ...
 
     def poll_message(self) -> list[bytes] | None:
@@ -142,14 +150,30 @@ class Fanout:
     """One message queued to several tcp/ipc peers: their writers encode it once.
 
     The first writer to meet it stores the wire bytes in :attr:`wire`; the others
-    reuse them (only connections without an encrypting mechanism share them).
+    reuse them (only connections without an encrypting mechanism share them). A
+    message published in a batch belongs to a :class:`FanoutRun`.
     """
 
-    __slots__ = ("frames", "wire")
+    __slots__ = ("frames", "run", "wire")
 
-    def __init__(self, frames: list[bytes]) -> None:
+    def __init__(self, frames: list[bytes], run: FanoutRun | None = None) -> None:
         self.frames = frames
         self.wire: bytes | None = None
+        #: the batch this message was published in, if any
+        self.run = run
+
+
+class FanoutRun:
+    """The messages of one published batch, queued alike to several peers: a
+    connection whose queue holds exactly this run writes it as one buffer, encoded
+    once for all of them (:attr:`wire`, with each message's end in :attr:`ends`)."""
+
+    __slots__ = ("ends", "items", "wire")
+
+    def __init__(self, msgs: list[Message]) -> None:
+        self.items = [Fanout(msg, self) for msg in msgs]
+        self.wire: bytes | None = None
+        self.ends: list[int] = []
 
 
 def can_take(peer: PeerLike) -> bool:
@@ -236,6 +260,18 @@ class SocketStrategy:
         """Queue ``msg``; False means no peer can take it now (the caller waits)."""
         raise NotImplementedError
 
+    def send_batch(self, msgs: list[Message], start: int) -> int:
+        """Queue ``msgs[start:]`` in order, as calls of :meth:`send` would, up to the
+        first that cannot be queued now; return its index (``len(msgs)`` when all
+        were)."""
+        send = self.send
+        end = len(msgs)
+        while start < end:
+            if not send(msgs[start]):
+                return start
+            start += 1
+        return end
+
     def recv(self) -> Message | None:
         """The next message, fair-queued over peers; None when there is none."""
         inbound = self.inbound
@@ -248,6 +284,29 @@ class SocketStrategy:
                 self.accepts_all or self.accept(inbound.source, item)
             ):
                 return item
+
+    def recv_into(self, batch: list[Message], limit: int) -> None:
+        """Append messages to ``batch`` while it is shorter than ``limit``, as calls
+        of :meth:`recv` would, until none is waiting (a batch receive's rest).
+
+        Plain fair-queued input that is all accepted is taken in slices shared among
+        the ready peers (:meth:`FairQueue.poll_chunk`), each peer's messages in
+        order; otherwise message by message.
+        """
+        if not self.accepts_all or type(self).recv is not SocketStrategy.recv:
+            recv = self.recv
+            while len(batch) < limit:
+                msg = recv()
+                if msg is None:
+                    return
+                batch.append(msg)
+            return
+        poll_chunk = self.inbound.poll_chunk
+        while (room := limit - len(batch)) > 0:
+            chunk = poll_chunk(room)
+            if not chunk:
+                return
+            batch += [item for item in chunk if item.__class__ is list]
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""

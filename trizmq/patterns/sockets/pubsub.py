@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ...zmtp.events import Cancel, Subscribe
 from ..pubsub import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import Fanout, Message, PeerLike, SocketStrategy, Wake
+from .base import Fanout, FanoutRun, Message, PeerLike, SocketStrategy, Wake
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -91,6 +91,8 @@ class PubStrategy(SocketStrategy):
         #: while ``_uniform`` with several peers, all of them sharing one encoding: their
         #: pipes' ``offer``, so that a message is queued without looking each one up
         self._offers: list[Callable[[object], bool]] | None = None
+        #: the same peers' ``offer_many``, for a batch
+        self._offer_manys: list[Callable[[list[object]], int]] | None = None
 
     def attach(self, peer: PeerLike) -> bool:
         self.subscribers.add_peer(peer)
@@ -107,6 +109,7 @@ class PubStrategy(SocketStrategy):
         self._version = -1
         self._peers = []
         self._offers = None
+        self._offer_manys = None
         self._routes = {}
 
     def disconnected(self, peer: PeerLike) -> None:
@@ -121,9 +124,9 @@ class PubStrategy(SocketStrategy):
         self._streams = all(peer.shares_wire for peer in subscribers)
         # with no prefix but b"", every message goes to the same peers
         self._peers = peers = subscribers.matching(b"") if uniform else []
-        self._offers = (
-            [peer.out_pipe.offer for peer in peers] if self._streams and len(peers) > 1 else None
-        )
+        shared = self._streams and len(peers) > 1
+        self._offers = [peer.out_pipe.offer for peer in peers] if shared else None
+        self._offer_manys = [peer.out_pipe.offer_many for peer in peers] if shared else None
         self._routes = {}
 
     def send(self, msg: Message) -> bool:
@@ -169,6 +172,25 @@ class PubStrategy(SocketStrategy):
                 if not peer.out_pipe.offer(shared if peer.shares_wire else list(msg)):
                     self.dropped += 1
         return True
+
+    def send_batch(self, msgs: list[Message], start: int) -> int:
+        """Every message to the same stream peers (the commonest fan-out): each
+        message is wrapped once and the batch is appended to each peer's queue with
+        one call, so an extra subscriber costs one C-level extend per batch; the
+        messages past a full peer's mark are dropped for that peer alone."""
+        if self.subscribers.version != self._version:
+            self.refresh()
+        offer_manys = self._offer_manys
+        if offer_manys is None or not self._uniform:
+            return super().send_batch(msgs, start)
+        run = FanoutRun(msgs[start:] if start else msgs)
+        shared: list[object] = run.items  # type: ignore[assignment]
+        count = len(shared)
+        for offer_many in offer_manys:
+            taken = offer_many(shared)
+            if taken < count:
+                self.dropped += count - taken
+        return len(msgs)
 
     def recv(self) -> Message | None:
         raise NotImplementedError

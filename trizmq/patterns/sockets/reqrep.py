@@ -250,5 +250,17 @@ class RouterStrategy(SocketStrategy):
                 continue
             return [rid, *item]
 
+    def recv_into(self, batch: list[Message], limit: int) -> None:
+        """Messages taken in per-peer slices, each with its peer's routing id first."""
+        inbound = self.inbound
+        poll_chunk = inbound.poll_chunk
+        while (room := limit - len(batch)) > 0:
+            chunk = poll_chunk(room)
+            if not chunk:
+                return
+            rid = inbound.source.routing_id
+            if rid is not None:
+                batch += [[rid, *item] for item in chunk if item.__class__ is list]
+
     def statistics(self) -> dict[str, int]:
         return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}
