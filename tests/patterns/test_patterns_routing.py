@@ -440,7 +440,8 @@ def drain_in_chunks(queue: FairQueue[Inboxed], limit: int) -> list[tuple[str, li
     """Batches of ``limit`` as a batch receive takes them: (peer, slice) pairs."""
     got: list[tuple[str, list[object]]] = []
     room = limit
-    while room and (chunk := queue.poll_chunk(room)):
+    share = queue.share(room)
+    while room and (chunk := queue.poll_chunk(min(share, room))):
         got.append((queue.source.name, chunk))
         room -= len(chunk)
     return got
@@ -458,15 +459,13 @@ def test_a_batch_is_shared_among_the_ready_peers_each_in_order() -> None:
     for i in range(100):
         c.put(queue, f"c{i}")
     chunks = drain_in_chunks(queue, 30)
-    # 30 among three ready peers: ten each, b gives all it has, and what is left is
-    # shared among the others, a share of the room left each time (rounded up)
+    # 30 among three ready peers: slices of ten, b gives all it has, and what is
+    # left goes on in turn
     assert [(name, len(chunk)) for name, chunk in chunks] == [
         ("a", 10),
         ("b", 5),
-        ("c", 8),
-        ("a", 4),
-        ("c", 2),
-        ("a", 1),
+        ("c", 10),
+        ("a", 5),
     ]
     for name in "ac":
         taken = [item for peer, chunk in chunks if peer == name for item in chunk]
@@ -498,6 +497,7 @@ def test_one_peer_batches_in_one_slice() -> None:
     queue.add(a)
     for i in range(10):
         a.put(queue, i)
+    assert queue.share(100) == 100  # one peer: no sharing
     assert queue.poll_chunk(4) == [0, 1, 2, 3] and queue.source is a
     assert queue.poll_chunk(100) == list(range(4, 10))
     assert queue.poll_chunk(100) == []

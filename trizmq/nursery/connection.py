@@ -77,6 +77,8 @@ class ConnectionActor:
         #: the TTL of a PING that ended the last read: the wait for the next read may
         #: last no longer (0: none); any data read clears it
         self.peer_ttl = 0.0
+        #: the codec's count of commands parsed, when :meth:`deliver_parsed` last looked
+        self._commands_seen = 0
         self.input: Input = StreamInput(stream)
         self.output: Output = StreamOutput(stream, peer.out_pipe)
         self._scope: trio.CancelScope | None = None
@@ -94,6 +96,18 @@ class ConnectionActor:
         if self.heartbeats:
             self.last_heard = trio.current_time()
         self.peer_ttl = 0.0
+
+    def deliver_parsed(self, events: list[Event | list[bytes]]) -> None:
+        """:meth:`deliver` what one ``receive_data`` call returned: when the codec
+        parsed no command meanwhile, the batch is all messages and goes to the pipe
+        as it is, without a look at each (the reader calls :meth:`heard` first)."""
+        seen = self.codec.commands_parsed
+        if seen == self._commands_seen:
+            if events:
+                self.peer.in_pipe.extend(events)
+            return
+        self._commands_seen = seen
+        self.deliver(events)
 
     def deliver(self, events: list[Event | list[bytes]]) -> None:
         """Hand a batch of parsed events to the peer's incoming pipe in one go."""

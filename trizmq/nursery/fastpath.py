@@ -711,7 +711,7 @@ class ReadThrough:
             return
         actor.heard()
         try:
-            actor.deliver(actor.codec.receive_data(data))
+            actor.deliver_parsed(actor.codec.receive_data(data))
         except ProtocolError as exc:
             actor.refuse(exc)
             self._end()

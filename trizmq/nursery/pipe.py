@@ -30,12 +30,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 import trio
 
 from .waiters import Waiters
 
 __all__ = ["Pipe"]
+
+_popleft = deque.popleft
 
 
 class Pipe:
@@ -181,8 +184,8 @@ class Pipe:
             batch = list(items)
             items.clear()
         else:
-            popleft = items.popleft
-            batch = [popleft() for _ in range(limit)]
+            # deque.popleft called ``limit`` times at C speed
+            batch = list(map(_popleft, repeat(items, limit)))
         hwm = self.hwm
         if hwm and count >= hwm > len(items):
             self._became_writable()

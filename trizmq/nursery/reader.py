@@ -133,7 +133,7 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Event | list[bytes]
                 actor.log_closed()
                 return
             actor.heard()
-            actor.deliver(codec.receive_data(data))
+            actor.deliver_parsed(codec.receive_data(data))
             await source.after(len(data), pipe)
     except InputEnded:
         return  # a receiving task met the end, logged it and ends the connection

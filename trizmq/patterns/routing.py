@@ -230,6 +230,12 @@ class FairQueue(_Rotation[S]):
         self._ready.clear()
         self._queued.clear()
 
+    def share(self, room: int) -> int:
+        """Each ready peer's slice of a batch with ``room`` places left: ``room``
+        divided among them, rounded up (``room`` when at most one is ready)."""
+        ready = len(self._ready)
+        return -(-room // ready) if ready > 1 else room
+
     @property
     def ready_count(self) -> int:
         """How many peers are queued as having input (diagnostics and tests)."""
@@ -239,11 +245,12 @@ class FairQueue(_Rotation[S]):
         """Up to ``limit`` items in a row from the next peer that has input, in its
         order; [] when none has any. :attr:`source` is then the peer they came from.
 
-        The batch form of :meth:`poll`: a batch of ``limit`` is shared among the
-        ready peers, each taking a slice of ``limit / ready`` (rounded up) in its
-        turn, so that several busy peers cost one queue operation per slice, not per
-        item, and a batch still draws on every ready peer before any peer's second
-        slice.
+        The batch form of :meth:`poll`, one slice per call: a peer with more input
+        goes to the back of the ready peers, as after a single item. A batch of
+        ``n`` items shares itself among the ready peers with slices of
+        ``n / ready_count`` (see :meth:`share`): several busy peers then cost one
+        queue operation per slice, not per item, and a batch draws on every ready
+        peer before any peer's second slice.
         """
         peer = self.only
         if peer is not None:
@@ -262,7 +269,7 @@ class FairQueue(_Rotation[S]):
             if not pipe:
                 self._queued.discard(peer)  # drained elsewhere since it was queued
                 continue
-            chunk = pipe.take(-(-limit // (len(ready) + 1)))  # its share, rounded up
+            chunk = pipe.take(limit)
             if pipe:
                 ready.append(peer)  # its next slice comes after the others'
             else:

@@ -185,6 +185,12 @@ class Codec(Protocol):
     def peer_version(self) -> tuple[int, int]: ...
 
     @property
+    def commands_parsed(self) -> int:
+        """Commands parsed in traffic so far (unchanged by a call of
+        :meth:`receive_data` that returned messages only)."""
+        ...
+
+    @property
     def handshake_commands_received(self) -> int:
         """Handshake commands the peer has sent so far (how far it got)."""
         ...

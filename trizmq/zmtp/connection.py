@@ -162,6 +162,9 @@ class Connection(Handshaking):
         self._big_flags = 0
         self._big_missing = 0
         self._commands: dict[bytes, Callable[[bytes], Event]] = {}
+        #: commands parsed in traffic so far: a caller that sees it unchanged across
+        #: a :meth:`receive_data` call knows the call returned messages only
+        self.commands_parsed = 0
         self._wrapped = False
         #: in plain (unencrypted) traffic and alive: receive_data's fast path applies
         self._plain_traffic = False
@@ -328,6 +331,7 @@ class Connection(Handshaking):
         return flags, pos + header_size, size
 
     def _command(self, body: bytes) -> Event:
+        self.commands_parsed += 1
         name, data = split_command(body)
         build = self._commands.get(name)
         if build is None:

@@ -301,12 +301,20 @@ class SocketStrategy:
                     return
                 batch.append(msg)
             return
-        poll_chunk = self.inbound.poll_chunk
-        while (room := limit - len(batch)) > 0:
-            chunk = poll_chunk(room)
+        inbound = self.inbound
+        poll_chunk = inbound.poll_chunk
+        room = limit - len(batch)
+        share = inbound.share(room)
+        # only strategies that want peer commands find any in their peers' queues
+        commands = self.wants_commands
+        while room > 0:
+            chunk = poll_chunk(share if share < room else room)
             if not chunk:
                 return
-            batch += [item for item in chunk if item.__class__ is list]
+            if commands:
+                chunk = [item for item in chunk if item.__class__ is list]
+            batch += chunk  # type: ignore[arg-type]
+            room = limit - len(batch)
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""

@@ -254,13 +254,16 @@ class RouterStrategy(SocketStrategy):
         """Messages taken in per-peer slices, each with its peer's routing id first."""
         inbound = self.inbound
         poll_chunk = inbound.poll_chunk
-        while (room := limit - len(batch)) > 0:
-            chunk = poll_chunk(room)
+        room = limit - len(batch)
+        share = inbound.share(room)
+        while room > 0:
+            chunk = poll_chunk(share if share < room else room)
             if not chunk:
                 return
             rid = inbound.source.routing_id
             if rid is not None:
                 batch += [[rid, *item] for item in chunk if item.__class__ is list]
+            room = limit - len(batch)
 
     def statistics(self) -> dict[str, int]:
         return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}
