@@ -12,7 +12,8 @@ trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
   (PUSH or DEALER sockets in helper processes, each of which sent one greeting
   message, so that the receiver knows they are all there) and one busy peer
   sending 64 B messages as fast as it can; messages received per second.
-* **fan-in**: K PUSH processes -> one PULL; messages received per second in all.
+* **fan-in**: K PUSH processes -> one PULL; messages received per second in all,
+  counted once every sender has greeted (all of them are sending).
 * **fan-out**: one PUB -> K SUB sockets (in up to four helper processes);
   deliveries per second in all, and the PUB's CPU time per message published.
 * **connect**: 1,000 DEALERs (one helper process) connect to a bound ROUTER and
@@ -93,6 +94,8 @@ def helper_sender(conn: Connection, spec: Spec) -> None:
     sock.linger = 0
     sock.sndtimeo = 100
     sock.connect(spec["endpoint"])
+    if spec.get("greet"):
+        sock.send(GREETING)
     conn.send(("connected", None))
     msg = b"x" * SIZE
     send = sock.send
@@ -349,11 +352,14 @@ def idle_row(impl: str, kind: str, idle: int, duration: float) -> float:
 def fanin_row(impl: str, senders: int, duration: float) -> float:
     receiver = tz_receiver if impl == "trizmq" else zmq_receiver
     with Run() as run:
-        rx = run.start(receiver, {"kind": "pull", "greetings": 0, "duration": duration})
+        # each sender greets first: the receiver measures once all of them are
+        # sending, not while the later ones are still starting up
+        rx = run.start(receiver, {"kind": "pull", "greetings": senders, "duration": duration})
         endpoint = expect(rx, "ready")
-        expect(rx, "greeted")
         for _ in range(senders):
-            expect(run.start(helper_sender, {"kind": "pull", "endpoint": endpoint}), "connected")
+            spec = {"kind": "pull", "endpoint": endpoint, "greet": True}
+            expect(run.start(helper_sender, spec), "connected")
+        expect(rx, "greeted")
         rate: float = expect(rx, "result", timeout=duration + 60)["rate"]
         return rate
 
