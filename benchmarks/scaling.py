@@ -16,6 +16,9 @@ trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
   counted once every sender has greeted (all of them are sending).
 * **fan-out**: one PUB -> K SUB sockets (in up to four helper processes);
   deliveries per second in all, and the PUB's CPU time per message published.
+* **subscription lengths**: one PUB -> one SUB that holds prefixes of L = 1 / 8 /
+  64 distinct lengths, of which only the longest matches the messages (one-frame
+  64 B messages, matched afresh each time); deliveries per second.
 * **connect**: 1,000 DEALERs (one helper process) connect to a bound ROUTER and
   each sends one message; seconds from the first connect to the last message.
 
@@ -109,8 +112,16 @@ def helper_sender(conn: Connection, spec: Spec) -> None:
     ctx.term()
 
 
+def prefixes_of(lengths: int) -> list[bytes]:
+    """``lengths`` prefixes of the lengths 1 to ``lengths``, of which only the longest
+    (``b"x" * lengths``) matches the benchmark's messages: a matcher that tries every
+    length in use tries them all for every message."""
+    return [bytes([0x80 + i]) * (i + 1) for i in range(lengths - 1)] + [b"x" * lengths]
+
+
 def helper_subscribers(conn: Connection, spec: Spec) -> None:
-    """``count`` SUB sockets subscribed to everything; counts what they get."""
+    """``count`` SUB sockets subscribed to everything (or to ``prefixes``); counts
+    what they get."""
     import zmq
 
     raise_fd_limit()
@@ -121,7 +132,8 @@ def helper_subscribers(conn: Connection, spec: Spec) -> None:
         sock = ctx.socket(zmq.SUB)
         sock.rcvhwm = 10_000
         sock.linger = 0
-        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        for prefix in spec.get("prefixes", [b""]):
+            sock.setsockopt(zmq.SUBSCRIBE, prefix)
         sock.connect(spec["endpoint"])
         poller.register(sock, zmq.POLLIN)
         socks.append(sock)
@@ -232,7 +244,7 @@ def tz_publisher(conn: Connection, spec: Spec) -> None:
     async def main() -> None:
         async with trizmq.Pub(bind="tcp://127.0.0.1:0", sndhwm=10_000) as pub:
             conn.send(("ready", pub.statistics()["bound"][0]))
-            while pub.statistics()["subscriptions"] < spec["subscribers"]:
+            while pub.statistics()["subscriptions"] < spec["subscribers"] * spec["prefixes"]:
                 await trio.sleep(0.01)
             conn.recv()  # go
             batch = [[b"x" * SIZE]] * 64
@@ -261,7 +273,7 @@ def zmq_publisher(conn: Connection, spec: Spec) -> None:
     pub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscriber's subscription, not one
     pub.bind("tcp://127.0.0.1:*")
     conn.send(("ready", pub.getsockopt(zmq.LAST_ENDPOINT).decode()))
-    for _ in range(spec["subscribers"]):
+    for _ in range(spec["subscribers"] * spec["prefixes"]):
         pub.recv()
     conn.recv()
     msg = b"x" * SIZE
@@ -364,16 +376,21 @@ def fanin_row(impl: str, senders: int, duration: float) -> float:
         return rate
 
 
-def fanout_row(impl: str, subscribers: int, duration: float) -> dict[str, float]:
+def fanout_row(impl: str, subscribers: int, duration: float, lengths: int = 0) -> dict[str, float]:
+    """Deliveries/s and the PUB's CPU per message; with ``lengths``, every SUB holds
+    :func:`prefixes_of` that many lengths instead of ``b""``."""
     publisher = tz_publisher if impl == "trizmq" else zmq_publisher
+    prefixes = prefixes_of(lengths) if lengths else [b""]
     with Run() as run:
-        pub = run.start(publisher, {"subscribers": subscribers, "duration": duration})
+        spec = {"subscribers": subscribers, "duration": duration, "prefixes": len(prefixes)}
+        pub = run.start(publisher, spec)
         endpoint = expect(pub, "ready")
         groups = min(4, subscribers)
         subs = []
         for i in range(groups):
             count = subscribers // groups + (1 if i < subscribers % groups else 0)
-            subs.append(run.start(helper_subscribers, {"endpoint": endpoint, "count": count}))
+            spec = {"endpoint": endpoint, "count": count, "prefixes": prefixes}
+            subs.append(run.start(helper_subscribers, spec))
         for sub in subs:
             expect(sub, "connected")
         pub.send(("go", None))
@@ -437,6 +454,14 @@ def rows_for(quick: bool) -> list[tuple[str, str, Callable[[str], Any]]]:
                 f"fanout-{subscribers}",
                 f"fan-out, 1 PUB -> {subscribers} SUB",
                 lambda impl, k=subscribers: fanout_row(impl, k, duration),
+            )
+        )
+    for lengths in [1, 8] if quick else [1, 8, 64]:
+        rows.append(
+            (
+                f"lengths-{lengths}",
+                f"PUB -> 1 SUB holding prefixes of {lengths} lengths",
+                lambda impl, n=lengths: fanout_row(impl, 1, duration, n),
             )
         )
     peers = 100 if quick else 1000

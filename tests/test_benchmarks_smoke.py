@@ -86,6 +86,8 @@ def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
         "fanin-4",
         "fanout-1",
         "fanout-4",
+        "lengths-1",
+        "lengths-8",
         "connect-100",
     ]
     for row in rows:

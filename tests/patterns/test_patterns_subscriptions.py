@@ -432,3 +432,34 @@ def test_distribution_matches_reference_model(ops: list[tuple[str, str, bytes, b
         seen_version, seen = d.version, results
         if d.uniform():
             assert all(r == results[0] for r in results)
+
+
+# -- matching looks only at the lengths of prefixes that begin as the data does ------------
+
+
+def test_prefixes_of_many_lengths_cost_a_match_one_lookup_each_first_byte() -> None:
+    """64 prefixes of 64 distinct lengths, each with its own first byte: a match
+    tries only the lengths of the prefixes that begin as the data does (one here),
+    on both sides, and still finds the longest."""
+    prefixes = [bytes([0x80 + i]) * (i + 1) for i in range(63)] + [b"x" * 64]
+    trie = SubscriptionTrie()
+    dist: Distribution[str] = Distribution()
+    dist.add_peer("p")
+    dist.add_peer("q")
+    for prefix in prefixes:
+        trie.add(prefix)
+        dist.subscribe("p", prefix)
+    dist.subscribe("q", b"\x80")
+    assert {len(lengths) for lengths in trie._lengths.by_first.values()} == {1}
+    assert trie._lengths.all == list(range(1, 65))
+    data = b"x" * 64 + b"payload"
+    assert trie.matches(data) and dist.matching(data) == ["p"]
+    assert not trie.matches(b"x" * 63) and dist.matching(b"x" * 63) == []
+    assert trie.matches(b"\x80tail") and dist.matching(b"\x80tail") == ["p", "q"]
+    assert not trie.matches(b"") and dist.matching(b"") == []
+    # the index shrinks with the prefixes
+    for prefix in prefixes:
+        trie.remove(prefix)
+        dist.unsubscribe("p", prefix)
+    assert trie._lengths.by_first == {} and trie._lengths.all == []
+    assert dist.matching(b"\x80") == ["q"] and dist._lengths.all == [1]

@@ -14,12 +14,14 @@ One job: the subscription bookkeeping of 29/PUBSUB, on both sides.
   decide what XPUB reports: the first subscribe and the last cancel.
 
 Strategy: no per-byte trie. Prefixes live in a dict keyed by the prefix bytes,
-next to a sorted list of the distinct prefix lengths in use. Matching ``data``
-looks up ``data[:L]`` for each distinct length ``L <= len(data)``: a handful of C
-level slices and dict lookups, whatever the number of prefixes, and no Python
-loop over bytes. The empty prefix matches everything and has a fast path; so does
-"every peer holds the empty prefix" on the publisher side (length 0 is tried
-first, and a prefix every peer holds ends the search). Each prefix's holders
+next to the sorted distinct prefix lengths in use, per first byte. Matching
+``data`` looks up ``data[:L]`` for each distinct length ``L <= len(data)`` of the
+prefixes that start with ``data[0]``: a handful of C level slices and dict
+lookups, whatever the number of prefixes and of their lengths (unless many
+lengths share one first byte), and no Python loop over bytes. The empty prefix
+matches everything and has a fast path; so does "every peer holds the empty
+prefix" on the publisher side (it is tried first, and a prefix every peer holds
+ends the search). Each prefix's holders
 are kept in ``add_peer`` order, so :meth:`Distribution.matching` returns a stable
 order without sorting in the usual one-prefix case. :attr:`Distribution.version`
 changes with every change that could change a match and :meth:`Distribution.uniform`
@@ -57,21 +59,66 @@ def _length_removed(lengths: list[int], refs: dict[int, int], length: int) -> No
         lengths.remove(length)
 
 
+class _Lengths:
+    """The distinct lengths of a set of distinct prefixes: all of them, ascending
+    (:attr:`all`), and per first byte those of the prefixes that start with it
+    (:attr:`by_first`). A match then tries only the lengths of the prefixes that
+    begin as the data does: with prefixes of many lengths but different first
+    bytes, a handful of lookups, not one per length."""
+
+    __slots__ = ("_refs", "_refs_by_first", "all", "by_first")
+
+    def __init__(self) -> None:
+        self.all: list[int] = []
+        self._refs: dict[int, int] = {}
+        self.by_first: dict[int, list[int]] = {}
+        self._refs_by_first: dict[int, dict[int, int]] = {}
+
+    def added(self, prefix: bytes) -> None:
+        """One more distinct prefix."""
+        length = len(prefix)
+        _length_added(self.all, self._refs, length)
+        if length:
+            first = prefix[0]
+            refs = self._refs_by_first.get(first)
+            if refs is None:
+                refs = self._refs_by_first[first] = {}
+                self.by_first[first] = []
+            _length_added(self.by_first[first], refs, length)
+
+    def removed(self, prefix: bytes) -> None:
+        """One distinct prefix less."""
+        length = len(prefix)
+        _length_removed(self.all, self._refs, length)
+        if length:
+            first = prefix[0]
+            refs = self._refs_by_first[first]
+            _length_removed(self.by_first[first], refs, length)
+            if not refs:
+                del self._refs_by_first[first]
+                del self.by_first[first]
+
+    def clear(self) -> None:
+        """No prefix."""
+        self.all.clear()
+        self._refs.clear()
+        self.by_first.clear()
+        self._refs_by_first.clear()
+
+
 class SubscriptionTrie:
     """One subscriber's (SUB/XSUB side) counted prefix subscriptions.
 
     n subscribes need n cancels; ``b""`` subscribes to everything.
     """
 
-    __slots__ = ("_counts", "_length_refs", "_lengths")
+    __slots__ = ("_counts", "_lengths")
 
     def __init__(self) -> None:
         #: prefix -> how many times it is subscribed (always >= 1)
         self._counts: dict[bytes, int] = {}
-        #: the distinct lengths of the prefixes in ``_counts``, ascending
-        self._lengths: list[int] = []
-        #: length -> how many distinct prefixes have it
-        self._length_refs: dict[int, int] = {}
+        #: the distinct lengths of the prefixes in ``_counts``
+        self._lengths = _Lengths()
 
     def add(self, prefix: bytes) -> bool:
         """Subscribe to ``prefix`` once more; True when it is a new subscription (0 -> 1)."""
@@ -82,7 +129,7 @@ class SubscriptionTrie:
         counts[prefix] = held + 1
         if held:
             return False
-        _length_added(self._lengths, self._length_refs, len(prefix))
+        self._lengths.added(prefix)
         return True
 
     def remove(self, prefix: bytes) -> bool:
@@ -100,7 +147,7 @@ class SubscriptionTrie:
         if not held:
             return False
         del counts[prefix]
-        _length_removed(self._lengths, self._length_refs, len(prefix))
+        self._lengths.removed(prefix)
         return True
 
     def matches(self, data: bytes | bytearray | memoryview) -> bool:
@@ -108,9 +155,12 @@ class SubscriptionTrie:
         counts = self._counts
         if not counts:
             return False
-        if b"" in counts:
-            return True
-        lengths = self._lengths
+        if b"" in counts or not data:
+            return b"" in counts
+        index = self._lengths
+        lengths = index.by_first.get(data[0])
+        if lengths is None:
+            return False
         if not isinstance(data, bytes):
             data = bytes(data[: lengths[-1]])
         size = len(data)
@@ -129,7 +179,6 @@ class SubscriptionTrie:
         """Drop every subscription."""
         self._counts.clear()
         self._lengths.clear()
-        self._length_refs.clear()
 
     def __contains__(self, prefix: object) -> bool:
         return prefix in self._counts
@@ -156,7 +205,6 @@ class Distribution(Generic[T]):
 
     __slots__ = (
         "_holders",
-        "_length_refs",
         "_lengths",
         "_next_rank",
         "_peak",
@@ -175,10 +223,8 @@ class Distribution(Generic[T]):
         self._next_rank = 0
         #: prefix -> the peers holding it, in add_peer order (never empty)
         self._holders: dict[bytes, list[T]] = {}
-        #: the distinct lengths of the prefixes in ``_holders``, ascending
-        self._lengths: list[int] = []
-        #: length -> how many distinct prefixes have it
-        self._length_refs: dict[int, int] = {}
+        #: the distinct lengths of the prefixes in ``_holders``
+        self._lengths = _Lengths()
         #: bumped by every change of peers or subscriptions: a result of
         #: :meth:`matching` stays right for as long as this does not change
         self.version = 0
@@ -267,7 +313,7 @@ class Distribution(Generic[T]):
             self._holders[prefix] = [peer]
             if len(self._holders) > self._peak:
                 self._peak = len(self._holders)
-            _length_added(self._lengths, self._length_refs, len(prefix))
+            self._lengths.added(prefix)
             return True
         rank = self._rank
         if rank[peer] > rank[holders[-1]]:
@@ -308,7 +354,7 @@ class Distribution(Generic[T]):
         holders = self._holders[prefix]
         if len(holders) == 1:
             del self._holders[prefix]
-            _length_removed(self._lengths, self._length_refs, len(prefix))
+            self._lengths.removed(prefix)
             return True
         holders.remove(peer)
         return False
@@ -322,28 +368,32 @@ class Distribution(Generic[T]):
         holders = self._holders
         if not holders:
             return []
-        lengths = self._lengths
-        if data.__class__ is not bytes:
-            data = bytes(data[: lengths[-1]])
-        size = len(data)
         everybody = len(self._prefixes)
-        # ascending lengths: b"" comes first, so "every peer holds b''" returns at once
-        found: list[T] | None = None
+        # b"" first, so that "every peer holds b''" returns at once; then the
+        # prefixes that begin as the data does, by ascending length
+        found = holders.get(b"")
+        if found is not None and len(found) == everybody:
+            return found[:]
         more: list[list[T]] | None = None
-        for length in lengths:
-            if length > size:
-                break
-            peers = holders.get(data[:length])
-            if peers is None:
-                continue
-            if len(peers) == everybody:
-                return peers[:]
-            if found is None:
-                found = peers
-            elif more is None:
-                more = [peers]
-            else:
-                more.append(peers)
+        lengths = self._lengths.by_first.get(data[0]) if data else None
+        if lengths is not None:
+            if data.__class__ is not bytes:
+                data = bytes(data[: lengths[-1]])
+            size = len(data)
+            for length in lengths:
+                if length > size:
+                    break
+                peers = holders.get(data[:length])
+                if peers is None:
+                    continue
+                if len(peers) == everybody:
+                    return peers[:]
+                if found is None:
+                    found = peers
+                elif more is None:
+                    more = [peers]
+                else:
+                    more.append(peers)
         if found is None:
             return []
         if more is None:
@@ -360,7 +410,7 @@ class Distribution(Generic[T]):
         That is when no prefix but ``b""`` is held (or none at all), so every peer
         takes every message or none, and when every peer holds ``b""``.
         """
-        lengths = self._lengths
+        lengths = self._lengths.all
         if not lengths or lengths[-1] == 0:
             return True
         everyone = self._holders.get(b"")
