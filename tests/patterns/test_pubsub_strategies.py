@@ -492,3 +492,31 @@ def test_with_the_runtime_pipes_and_peers() -> None:
     r.subscribe(b"")
     source.in_pipe.extend([[b"m1"], Subscribe(b"x"), [b"m2"]])
     assert [r.recv(), r.recv(), r.recv()] == [[b"m1"], [b"m2"], None]
+
+
+# -- ROUTER's batch receive ------------------------------------------------------------------
+
+
+def test_router_batch_receive_makes_no_list_per_message() -> None:
+    """A ROUTER's batch puts each peer's routing id in front of the lists queued,
+    rather than building new ones: with a thousand idle peers alive, every extra
+    object per message made CPython's cyclic GC traverse the crowd more often (a
+    ROUTER with 1,000 idle DEALERs received at 0.55x its speed with none)."""
+    from trizmq.patterns.sockets.reqrep import RouterStrategy
+
+    options = validate_options("ROUTER", {})
+    router = RouterStrategy(options, lambda: None, lambda: None)
+    a, b = FakePeer("a"), FakePeer("b")
+    a.identity = b"A"  # type: ignore[attr-defined]
+    b.identity = b"B"  # type: ignore[attr-defined]
+    for peer in (a, b):
+        router.attach(peer)
+        router.connected(peer)
+    queued_a = [[b"a%d" % i] for i in range(3)]
+    queued_b = [[b"b0", b"more"]]
+    a.in_pipe.extend(queued_a)
+    b.in_pipe.extend(queued_b)
+    batch: list[list[bytes]] = []
+    router.recv_into(batch, 10)
+    assert batch == [[b"A", b"a0"], [b"A", b"a1"], [b"A", b"a2"], [b"B", b"b0", b"more"]]
+    assert [id(msg) for msg in batch] == [id(msg) for msg in [*queued_a, *queued_b]]
