@@ -433,12 +433,19 @@ class RawOutput:
             ends.append(len(buf))
             if len(buf) >= WRITE_BATCH:
                 break
-        if not ends:
-            return False
+        return bool(ends) and self._send_owed(items, ends, buf)
+
+    def _send_owed(self, items: deque[object], ends: list[int], buf: Buffer) -> bool:
+        """Write ``buf``, the first ``len(ends)`` queued items encoded, with one call;
+        what went out leaves the queue (see :func:`_split_sent`). True when the
+        queue is empty then."""
         try:
             sent = self.raw.send(buf)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
+        if sent == len(buf) and len(ends) == len(items):
+            items.clear()
+            return True
         _split_sent(items, ends, buf, sent)
         return not items
 
@@ -456,17 +463,7 @@ class RawOutput:
                 encode_into(buf, item.frames)
                 ends.append(len(buf))
             wire = run.wire = bytes(buf)
-        if not wire:
-            return False
-        try:
-            sent = self.raw.send(wire)
-        except OSError:  # BlockingIOError included: the writer meets it again
-            return False
-        if sent == len(wire) and len(run.ends) == len(items):
-            items.clear()
-            return True
-        _split_sent(items, run.ends, wire, sent)
-        return not items
+        return bool(wire) and self._send_owed(items, run.ends, wire)
 
     @enable_ki_protection
     def write_now(self) -> bool:
@@ -505,7 +502,7 @@ class RawOutput:
         return not items
 
 
-def _split_sent(items: deque[object], ends: list[int], buf: bytearray | bytes, sent: int) -> None:
+def _split_sent(items: deque[object], ends: list[int], buf: Buffer, sent: int) -> None:
     """Remove from ``items`` the first ``len(ends)`` items, encoded into ``buf`` (item
     ``i`` ending at ``ends[i]``), as far as ``sent`` bytes of it went out: a message
     only partly written stays at the head as the bytes still owed for it."""

@@ -21,11 +21,15 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import methodcaller
 from typing import Generic, Protocol, TypeVar
 
 __all__ = ["FairQueue", "Inbox", "RoundRobin", "Source"]
 
 T = TypeVar("T")
+
+#: ``inbox.poll()``: how :meth:`FairQueue.poll` takes from an inbox
+_POLL = methodcaller("poll")
 
 
 class Inbox(Protocol):
@@ -252,33 +256,8 @@ class FairQueue(_Rotation[S]):
         queue operation per slice, not per item, and a batch draws on every ready
         peer before any peer's second slice.
         """
-        peer = self.only
-        if peer is not None:
-            pipe = peer.in_pipe
-            if not pipe:
-                return []
-            chunk = pipe.take(limit)
-            if peer.gone and not pipe:
-                self.remove(peer)
-            self.source = peer
-            return chunk
-        ready = self._ready
-        while ready:
-            peer = ready.popleft()
-            pipe = peer.in_pipe
-            if not pipe:
-                self._queued.discard(peer)  # drained elsewhere since it was queued
-                continue
-            chunk = pipe.take(limit)
-            if pipe:
-                ready.append(peer)  # its next slice comes after the others'
-            else:
-                self._queued.discard(peer)
-                if peer.gone:
-                    self.remove(peer)
-            self.source = peer
-            return chunk
-        return []
+        chunk: list[object] | None = self._turn(lambda inbox: inbox.take(limit) or None)
+        return chunk if chunk is not None else []
 
     def poll(self) -> object:
         """The next incoming item, fair-queued over the peers; None when none has one.
@@ -286,22 +265,29 @@ class FairQueue(_Rotation[S]):
         :attr:`source` is then the peer it came from. A peer that is gone leaves
         the rotation with its last item.
         """
+        return self._turn(_POLL)
+
+    def _turn(self, take: Callable[[Inbox], T | None]) -> T | None:
+        """The one fair-queue loop: ``take`` from the inbox of the next peer that has
+        input (None means it has none: its stale turn is dropped), then
+        send the peer to the back of the ready peers if it has more, or let it leave
+        if it is gone and drained. None when no peer has input."""
         peer = self.only
         if peer is not None:
             pipe = peer.in_pipe
-            item = pipe.poll()
-            if item is None:
+            got = take(pipe)
+            if got is None:
                 return None  # the only peer has nothing waiting
             if peer.gone and not pipe:
                 self.remove(peer)
             self.source = peer
-            return item
+            return got
         ready = self._ready
         while ready:
             peer = ready.popleft()
             pipe = peer.in_pipe
-            item = pipe.poll()
-            if item is None:
+            got = take(pipe)
+            if got is None:
                 self._queued.discard(peer)  # drained elsewhere since it was queued
                 continue
             if pipe:
@@ -311,5 +297,5 @@ class FairQueue(_Rotation[S]):
                 if peer.gone:
                     self.remove(peer)
             self.source = peer
-            return item
+            return got
         return None
