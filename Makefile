@@ -1,6 +1,7 @@
 # Two entry points, each building its own project-local virtual environment:
 #   make demo   runs examples/pipeline.py
-#   make test   runs ruff, mypy --strict and the whole pytest suite, then the suite again
+#   make test   runs ruff, mypy --strict and the whole pytest suite (installing Chromium
+#               for the browser test where it can), then the suite again
 #               (but Spark and the CLI) with the fast path off (TRIZMQ_FASTPATH=0)
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 # the independent draft-API peer (libzmq 4.3.5 inside the npm package zeromq 6)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +20,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Installed from package-lock.json into ./node_modules; where npm is missing the
-# draft-interop tests skip and say so.
+# Installed from package-lock.json into ./node_modules (zeromq.js, the libzmq peer of
+# the draft and ws:// interop tests; playwright-core, which drives Chromium for the
+# browser test); where npm is missing those tests skip and say so.
 $(NODE_STAMP): package.json package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 		npm ci --no-audit --no-fund --loglevel=error && touch $(NODE_STAMP); \
@@ -35,7 +37,19 @@ lint: $(STAMP)
 	$(BIN)/ruff check trizmq tests examples benchmarks
 	$(BIN)/mypy
 
-test: lint $(NODE_STAMP)
+# Debian's Chromium for the browser test of examples/browser_dashboard.py, installed
+# where this runs as root with apt-get; elsewhere the test skips and says how.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get install -y -q chromium >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) || \
+		echo "could not install chromium: the browser test will be skipped"; \
+	else \
+		echo "chromium not found (apt-get install chromium): the browser test will be skipped"; \
+	fi
+
+test: lint $(NODE_STAMP) browser
 	$(BIN)/python -m pytest
 	TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
 		--ignore=tests/spark --ignore=tests/cli --deselect tests/test_docs_build.py

@@ -83,7 +83,7 @@ napoleon_numpy_docstring = False
 NAV: list[tuple[str, list[str]]] = [
     ("Getting started", ["getting-started"]),
     ("Patterns", ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets"]),
-    ("Transports and devices", ["transports", "proxy", "monitor"]),
+    ("Transports and devices", ["transports", "websocket", "proxy", "monitor"]),
     ("Security and reliability", ["security", "reliability"]),
     ("Testing", ["testing"]),
     ("Spark", ["spark"]),

@@ -90,7 +90,9 @@ class MemoryTransport:
             raise ConnectionRefusedError(errno.ECONNREFUSED, f"{endpoint}: refused") from None
         return client
 
-    def codec(self, socket_type: str, options: Options) -> Codec:
+    def codec(
+        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+    ) -> Codec:
         return zmtp_codec(socket_type, options)
 
     def abort(self, stream: trio.abc.Stream) -> None:

@@ -23,7 +23,7 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "memory"])
+@pytest.fixture(params=["inproc", "tcp", "memory", "ws"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
     # memory:// is a test-only transport registered through the public seam
     with registered(str(request.param)) as name:
@@ -35,6 +35,8 @@ def fresh(transport: str) -> str:
         return f"inproc://draft-{next(_NAMES)}"
     if transport == "memory":
         return f"memory://draft-{next(_NAMES)}"
+    if transport == "ws":
+        return "ws://127.0.0.1:0/draft"
     return "tcp://127.0.0.1:0"
 
 

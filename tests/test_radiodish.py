@@ -26,7 +26,7 @@ from trizmq.zmtp.udp import MAX_DATAGRAM, encode_datagram
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "ipc", "memory"])
+@pytest.fixture(params=["inproc", "tcp", "ipc", "memory", "ws"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
     # memory:// is a test-only transport registered through the public seam
     with registered(str(request.param)) as name:
@@ -41,6 +41,8 @@ def fresh(transport: str, tmp_path: Path) -> str:
         return f"memory://radiodish-{n}"
     if transport == "ipc":
         return f"ipc://{tmp_path}/rd{n}"
+    if transport == "ws":
+        return f"ws://127.0.0.1:0/rd{n}"
     return "tcp://127.0.0.1:0"
 
 

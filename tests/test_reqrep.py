@@ -23,7 +23,7 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "memory"])
+@pytest.fixture(params=["inproc", "tcp", "memory", "ws"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
     # memory:// is a test-only transport registered through the public seam
     with registered(str(request.param)) as name:
@@ -36,6 +36,8 @@ async def bind(sock: trizmq.Socket, transport: str) -> str:
         return await sock.bind(f"inproc://reqrep-{next(_NAMES)}")
     if transport == "memory":
         return await sock.bind(f"memory://reqrep-{next(_NAMES)}")
+    if transport == "ws":
+        return await sock.bind("ws://127.0.0.1:0/reqrep")
     return await sock.bind("tcp://127.0.0.1:0")
 
 

@@ -57,8 +57,10 @@ SECURITY: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
 }
 
 
-@pytest.fixture(params=["tcp", "ipc"])
+@pytest.fixture(params=["tcp", "ipc", "ws"])
 def bind_endpoint(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "ws":
+        return "ws://127.0.0.1:0/secure"  # the mechanism chosen by Sec-WebSocket-Protocol
     return "tcp://127.0.0.1:0" if request.param == "tcp" else f"ipc://{tmp_path}/sec.ipc"
 
 

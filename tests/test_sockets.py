@@ -26,7 +26,7 @@ import trizmq
 _NAMES = itertools.count()
 
 
-@pytest.fixture(params=["inproc", "tcp", "ipc", "memory"])
+@pytest.fixture(params=["inproc", "tcp", "ipc", "memory", "ws"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
     # memory:// is a test-only transport registered through the public seam
     # (tests/memory_transport.py): every test here runs over it unchanged
@@ -43,6 +43,8 @@ def fresh(transport: str, tmp_path: Path) -> str:
         return f"memory://sockets-{n}"
     if transport == "ipc":
         return f"ipc://{tmp_path}/s{n}"
+    if transport == "ws":
+        return f"ws://127.0.0.1:0/s{n}"
     return "tcp://127.0.0.1:0"
 
 
@@ -612,6 +614,8 @@ async def test_sndhwm_bounds_a_connecting_queue(transport: str, tmp_path: Path) 
     with trio.fail_after(10):
         if transport == "tcp":
             endpoint = f"tcp://127.0.0.1:{free_tcp_port()}"
+        elif transport == "ws":
+            endpoint = f"ws://127.0.0.1:{free_tcp_port()}/nobody"
         else:
             endpoint = fresh(transport, tmp_path)
         async with trizmq.Push(connect=endpoint, sndhwm=3, rcvhwm=2, linger=0) as push:

@@ -9,6 +9,7 @@ option. Both happen in the constructor, before the socket is entered.
 from __future__ import annotations
 
 import math
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -169,6 +170,12 @@ def _zap_domain(name: str, value: object) -> str:
     return value
 
 
+def _ssl_context(name: str, value: object) -> ssl.SSLContext | None:
+    if value is None or isinstance(value, ssl.SSLContext):
+        return value
+    raise ValueError(f"{name} must be None or an ssl.SSLContext, not {value!r}")
+
+
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, not {value!r}")
@@ -206,6 +213,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "max_handshakes": OptionSpec(100, _count),
     "backlog": OptionSpec(DEFAULT_BACKLOG, _count),
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
+    "ssl_context": OptionSpec(None, _ssl_context),
     "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
@@ -249,6 +257,7 @@ class Options:
     max_handshakes: int = 100
     backlog: int = DEFAULT_BACKLOG
     greeting_ivl: float | None = 5.0
+    ssl_context: ssl.SSLContext | None = None
     subscribe: tuple[bytes, ...] = ()
     router_mandatory: bool = False
     router_handover: bool = False

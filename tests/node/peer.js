@@ -7,6 +7,8 @@
 //        [--send N [--group G | --group-hex HEX] [--body B | --body-hex HEX]
 //         [--interval MS] [--forever] [--routing-id ID]]
 //        [--recv N] [--echo N] [--timeout MS] [--settle MS] [--after MS] [--stay]
+//        [--subscribe PREFIX]* [--plain-server | --plain-user U --plain-password P]
+//        [--curve-secret Z85 --curve-public Z85 [--curve-server-key Z85]] [--identity ID]
 //
 // TYPE: radio dish client server scatter gather (draft), pub sub push pull pair
 //       dealer router req rep.
@@ -24,6 +26,12 @@
 // --after MS: wait this long after the last send before exiting (default 100).
 // --stay: print {"done": true} at once, then exit (0) only when stdin closes, so a
 //   caller that has read everything it expects lets the peer go (no flush race).
+// --subscribe: a SUB's prefixes (default: everything). --plain-server makes the
+//   socket a PLAIN server, with a ZAP handler that admits every client;
+//   --plain-user/--plain-password make it a PLAIN client. --curve-secret/--curve-public
+//   (Z85) make it a CURVE server, or with --curve-server-key a CURVE client.
+//   --identity: its routing id.
+// Endpoints may be tcp://, ipc:// or ws:// (libzmq's draft WebSocket transport).
 // Exit codes: 0 done, 2 bad arguments, 3 timeout, 1 any other error.
 "use strict"
 
@@ -49,8 +57,8 @@ const TYPES = {
   req: zmq.Request,
   rep: zmq.Reply,
 }
-const REPEATABLE = new Set(["bind", "connect", "join"])
-const FLAGS = new Set(["forever", "stay"])
+const REPEATABLE = new Set(["bind", "connect", "join", "subscribe"])
+const FLAGS = new Set(["forever", "stay", "plain-server"])
 
 function usage(message) {
   process.stderr.write(`peer.js: ${message}\n`)
@@ -58,7 +66,7 @@ function usage(message) {
 }
 
 function parse(argv) {
-  const args = { bind: [], connect: [], join: [] }
+  const args = { bind: [], connect: [], join: [], subscribe: [] }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (!arg.startsWith("--")) usage(`unexpected argument ${arg}`)
@@ -102,6 +110,17 @@ function stdinClosed() {
   })
 }
 
+// A ZAP handler (RFC 27) that admits every client: a PLAIN server needs one.
+async function admitEveryone() {
+  const zap = new zmq.Reply()
+  await zap.bind("inproc://zeromq.zap.01")
+  ;(async () => {
+    for await (const [version, id] of zap) {
+      await zap.send([version, id, "200", "OK", "user", ""])
+    }
+  })()
+}
+
 async function main() {
   const args = parse(process.argv.slice(2))
   const timeout = Number(args.timeout ?? 10000)
@@ -115,8 +134,27 @@ async function main() {
   }, timeout)
 
   const type = args.type
-  const sock = new TYPES[type]({ linger: 1000 })
-  if (type === "sub") sock.subscribe()
+  const options = { linger: 1000 }
+  if (args["plain-server"]) {
+    options.plainServer = true
+    await admitEveryone()
+  }
+  if (args["plain-user"] !== undefined) {
+    options.plainUsername = args["plain-user"]
+    options.plainPassword = args["plain-password"] ?? ""
+  }
+  if (args["curve-secret"] !== undefined) {
+    options.curveSecretKey = args["curve-secret"]
+    options.curvePublicKey = args["curve-public"]
+    if (args["curve-server-key"] !== undefined) options.curveServerKey = args["curve-server-key"]
+    else options.curveServer = true
+  }
+  if (args.identity !== undefined) options.routingId = args.identity
+  const sock = new TYPES[type](options)
+  if (type === "sub") {
+    if (args.subscribe.length) for (const prefix of args.subscribe) sock.subscribe(prefix)
+    else sock.subscribe()
+  }
   for (const group of args.join) sock.join(group)
   const ready = []
   for (const ep of args.bind) {

@@ -235,6 +235,9 @@ class _FakeConn:
     class mechanism:  # mirrors conn.mechanism.encrypts
         encrypts = False
 
+    #: plain ZMTP: one encoding serves every connection
+    shares_encoding = True
+
     def __init__(self) -> None:
         self.closed = False
 

@@ -120,7 +120,8 @@ class Harness:
         """A raw stream to the Pull's endpoint."""
         transport, _, address = self.endpoint.partition("://")
         stream: trio.abc.Stream
-        if transport == "tcp":
+        if transport in ("tcp", "ws"):
+            address = address.partition("/")[0]
             host, _, port = address.rpartition(":")
             stream = await trio.open_tcp_stream(host, int(port))
         else:
@@ -179,7 +180,7 @@ async def run_case(
     (a HandshakeFailed or Disconnected event) before the good peer's last round.
     """
     caplog.set_level(logging.WARNING, logger="trizmq")
-    bind = "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"
+    bind = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/zmq"}.get(transport, "ipc://*")
     with trio.fail_after(10):
         async with trizmq.Pull(**pull_options) as pull, pull.monitor() as events:
             endpoint = await pull.bind(bind)
@@ -433,7 +434,7 @@ async def test_only_peer_misbehaving_while_a_task_reads_it(
     meets must end that connection just as the reader would, and nothing else."""
     tail, reason = ONLY_PEER_CASES[case]
     caplog.set_level(logging.WARNING, logger="trizmq")
-    bind = "tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"
+    bind = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/zmq"}.get(transport, "ipc://*")
     with trio.fail_after(10):
         async with trizmq.Pull() as pull, pull.monitor() as events:
             endpoint = await pull.bind(bind)

@@ -27,7 +27,7 @@ from .connection import ConnectionActor
 from .pipe import Pipe
 
 if TYPE_CHECKING:
-    from ..transport.base import Listener, StreamTransport
+    from ..transport.base import Endpoint, Listener, StreamTransport
     from .runtime import SocketRuntime
     from .slots import HandshakeSlot
 
@@ -45,6 +45,7 @@ async def run_acceptor(
 ) -> None:
     """Accept connections on ``listener`` until unbound or closed."""
     endpoint = listener.endpoint
+    bound = transport.parse(endpoint, endpoint.partition("://")[2], for_bind=True)
     slots = runtime.handshake_slots
     with trio.CancelScope() as scope:
         task_status.started(scope)
@@ -65,7 +66,9 @@ async def run_acceptor(
                     await stream.aclose()
                 raise
             runtime.emit(monitor.Accepted(endpoint, address))
-            runtime.nursery.start_soon(_serve, runtime, transport, stream, endpoint, address, slot)
+            runtime.nursery.start_soon(
+                _serve, runtime, transport, stream, endpoint, address, slot, bound
+            )
 
 
 @enable_ki_protection
@@ -76,6 +79,7 @@ async def _serve(
     endpoint: str,
     address: str,
     slot: HandshakeSlot,
+    bound: Endpoint,
 ) -> None:
     """One accepted connection: a fresh peer that lives as long as the stream."""
     options = runtime.options
@@ -86,7 +90,8 @@ async def _serve(
     def release() -> None:
         slots.release(slot)
 
-    actor = ConnectionActor(runtime, stream, peer, transport.codec(runtime.socket_type, options))
+    codec = transport.codec(runtime.socket_type, options, bound, client=False)
+    actor = ConnectionActor(runtime, stream, peer, codec)
     try:
         await actor.run(kept=False, handshake_done=release, slot=slot)
     finally:

@@ -55,9 +55,7 @@ class Connecter:
         #: the peer kept across reconnects (None with ``immediate``, or a taken PAIR)
         self.kept: Peer | None = None
         if not options.immediate:
-            peer = runtime.peers.new_peer(
-                str(endpoint), Pipe(options.sndhwm), Pipe(options.rcvhwm)
-            )
+            peer = runtime.peers.new_peer(str(endpoint), Pipe(options.sndhwm), Pipe(options.rcvhwm))
             if runtime.peers.attach(peer):
                 self.kept = peer
             else:
@@ -114,7 +112,9 @@ class Connecter:
                 str(self.endpoint), Pipe(options.sndhwm), Pipe(options.rcvhwm)
             )
         self.current = peer
-        codec = self.transport.codec(runtime.socket_type, runtime.options)
+        codec = self.transport.codec(
+            runtime.socket_type, runtime.options, self.endpoint, client=True
+        )
         try:
             return await ConnectionActor(runtime, stream, peer, codec).run(kept=peer is self.kept)
         finally:

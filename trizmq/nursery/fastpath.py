@@ -338,7 +338,7 @@ class RawOutput:
         #: True while the writer is parked idle, counted in ``FastPath.idle``
         self._parked = False
         #: may the sending task write for this connection (unencrypted ones only)?
-        self.direct = not actor.codec.mechanism.encrypts
+        self.direct = actor.codec.shares_encoding
         self._encode_into = actor.codec.message_encoder()
 
     @property

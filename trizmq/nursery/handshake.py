@@ -148,7 +148,11 @@ async def handshake(
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:
                 raise ConnectionLost("peer closed the connection during the handshake")
-            events = codec.receive_data(data)
+            try:
+                events = codec.receive_data(data)
+            except ProtocolError:
+                await _send_quietly(stream, codec.refusal())  # a WebSocket's 400, say
+                raise
             if slot is not None and not slot.greeted:
                 slot.note_progress(codec)
             while codec.pending_zap is not None:

@@ -128,7 +128,7 @@ class _Batcher:
         self._pipe = pipe
         self._encode_into = codec.message_encoder()
         # a PUB's message for several subscribers is encoded once, unless encrypted
-        self._share = not codec.mechanism.encrypts
+        self._share = codec.shares_encoding
         self._big = BIG_FRAME if zero_copy else math.inf
 
     def next_parts(self) -> list[Buffer]:

@@ -580,9 +580,11 @@ class VirtualTransport:
         """Connect in the virtual network."""
         return await self.network.connect(endpoint)
 
-    def codec(self, socket_type: str, options: Options) -> Codec:
+    def codec(
+        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+    ) -> Codec:
         """As the real transport."""
-        return self.real.codec(socket_type, options)
+        return self.real.codec(socket_type, options, endpoint, client=client)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         """Nothing: a virtual link leaves nothing behind."""

@@ -35,6 +35,7 @@ from .inproc import INPROC
 from .ipc import IPC, IPCListener
 from .tcp import DEFAULT_BACKLOG, TCP, TCPListener
 from .udp import UDP
+from .ws import WS, WSS
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 #: the built-in transports, in the order their schemes are listed to users
-TRANSPORTS: tuple[Transport, ...] = (TCP, IPC, INPROC, UDP)
+TRANSPORTS: tuple[Transport, ...] = (TCP, IPC, INPROC, UDP, WS, WSS)
 for _transport in TRANSPORTS:
     register_transport(_transport)
 

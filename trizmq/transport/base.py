@@ -185,6 +185,14 @@ class Codec(Protocol):
     def peer_version(self) -> tuple[int, int]: ...
 
     @property
+    def shares_encoding(self) -> bool:
+        """True when this codec's wire form of a message is the same bytes for every
+        connection that says so (unencrypted ZMTP): a publisher's message is then
+        encoded once for them all, and a big frame is written from the sender's
+        own buffer. False for a codec whose bytes are its own (encrypted, masked)."""
+        ...
+
+    @property
     def commands_parsed(self) -> int:
         """Commands parsed in traffic so far (unchanged by a call of
         :meth:`receive_data` that returned messages only)."""
@@ -201,6 +209,11 @@ class Codec(Protocol):
 
     def data_to_send(self) -> bytes:
         """What the protocol itself wants sent now (handshake commands)."""
+        ...
+
+    def refusal(self) -> bytes:
+        """After ``receive_data`` raised ``ProtocolError`` in the handshake: the last
+        words to send before closing (an HTTP 400 for a WebSocket; nothing for ZMTP)."""
         ...
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event | list[bytes]]:
@@ -250,8 +263,12 @@ class StreamTransport(Protocol):
         """A stream to ``endpoint``; every failure to reach the peer is ``OSError``."""
         ...
 
-    def codec(self, socket_type: str, options: Options) -> Codec:
-        """A fresh codec for one connection of a socket of ``socket_type``."""
+    def codec(
+        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+    ) -> Codec:
+        """A fresh codec for one connection of a socket of ``socket_type``: to
+        ``endpoint`` (``client``, the connecting side) or accepted on the bound
+        ``endpoint``."""
         ...
 
     def abort(self, stream: trio.abc.Stream) -> None:
@@ -370,7 +387,7 @@ run_transports: trio.lowlevel.RunVar[Mapping[str, Transport] | None] = trio.lowl
 )
 
 #: schemes libzmq knows and trizmq does not: a clearer message than "unknown"
-_NOT_SUPPORTED = frozenset({"pgm", "epgm", "norm", "ws", "wss", "tipc", "vmci", "vsock"})
+_NOT_SUPPORTED = frozenset({"pgm", "epgm", "norm", "tipc", "vmci", "vsock"})
 
 
 def zmtp_codec(socket_type: str, options: Options) -> Codec:

@@ -192,7 +192,9 @@ class IpcTransport:
         """Connect (see :func:`connect_ipc`)."""
         return await connect_ipc(endpoint)
 
-    def codec(self, socket_type: str, options: Options) -> Codec:
+    def codec(
+        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+    ) -> Codec:
         """ZMTP."""
         return zmtp_codec(socket_type, options)
 

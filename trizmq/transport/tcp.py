@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 
-
 def abort_on_close(stream: trio.abc.Stream) -> None:
     """Make closing a TCP ``stream`` send a reset rather than a FIN (``SO_LINGER`` 0).
 
@@ -162,7 +161,9 @@ class TcpTransport:
         """Connect (see :func:`connect_tcp`)."""
         return await connect_tcp(endpoint)
 
-    def codec(self, socket_type: str, options: Options) -> Codec:
+    def codec(
+        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+    ) -> Codec:
         """ZMTP."""
         return zmtp_codec(socket_type, options)
 

@@ -81,6 +81,10 @@ class TrafficEncoder:
     _peer_v31: bool
     _outbox: bytearray
 
+    def refusal(self) -> bytes:
+        """Nothing: a ZMTP peer that broke the handshake is simply closed."""
+        return b""
+
     def data_to_send(self) -> bytes:
         """Drain the bytes the protocol itself wants sent (handshake commands)."""
         if not self._outbox:

@@ -69,6 +69,12 @@ class Handshaking(TrafficEncoder):
         return self._mechanism
 
     @property
+    def shares_encoding(self) -> bool:
+        """True unless the mechanism encrypts: plain ZMTP is the same bytes on every
+        connection."""
+        return not self._mechanism.encrypts
+
+    @property
     def handshake_complete(self) -> bool:
         """True once HandshakeComplete was reported (stays True after the end)."""
         return self._handshake_complete

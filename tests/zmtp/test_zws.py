@@ -1,0 +1,288 @@
+"""The ZWS 2.0 codec, sans I/O: two codecs (or a codec and a raw wsproto peer) pumped
+into each other, and hostile input handed to a server."""
+
+from __future__ import annotations
+
+import pytest
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Pong,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
+from wsproto.frame_protocol import FrameProtocol, Opcode
+
+from trizmq.zmtp import ProtocolError
+from trizmq.zmtp.events import HandshakeComplete, Ping
+from trizmq.zmtp.plain import PlainClientMechanism, PlainServerMechanism
+from trizmq.zmtp.zws import MAX_HTTP_HEAD, ZwsConnection, offered_protocols
+
+
+def pair(
+    client_type: str = "DEALER", server_type: str = "ROUTER", **server_kw: object
+) -> tuple[ZwsConnection, ZwsConnection, list[object], list[object]]:
+    client = ZwsConnection(client_type, client=True, host="h:1", path="/zmq", identity=b"me")
+    server = ZwsConnection(server_type, client=False, host="h:1", path="/zmq", **server_kw)  # type: ignore[arg-type]
+    got_client: list[object] = []
+    got_server: list[object] = []
+    got_server += server.receive_data(client.start()) if server.start() == b"" else []
+    pump(client, server, got_client, got_server)
+    return client, server, got_client, got_server
+
+
+def pump(
+    client: ZwsConnection,
+    server: ZwsConnection,
+    got_client: list[object],
+    got_server: list[object],
+) -> None:
+    for _ in range(10):
+        to_client = server.data_to_send()
+        if to_client:
+            got_client += client.receive_data(to_client)
+        to_server = client.data_to_send()
+        if to_server:
+            got_server += server.receive_data(to_server)
+        if not to_client and not to_server:
+            return
+
+
+def encoded(codec: ZwsConnection, frames: list[bytes]) -> bytes:
+    out = bytearray()
+    codec.message_encoder()(out, frames)
+    return bytes(out)
+
+
+def test_null_handshake_chooses_zws_null_and_exchanges_messages() -> None:
+    client, server, _, got_server = pair()
+    assert client.protocol == server.protocol == "ZWS2.0/NULL"
+    assert client.handshake_complete and server.handshake_complete
+    [done] = [e for e in got_server if isinstance(e, HandshakeComplete)]
+    assert done.socket_type == "DEALER" and done.identity == b"me"
+    assert server.receive_data(encoded(client, [b"a", b"", b"x" * 70_000])) == [
+        [b"a", b"", b"x" * 70_000]
+    ]
+    assert client.receive_data(encoded(server, [b"me", b"reply"])) == [[b"me", b"reply"]]
+
+
+def test_each_frame_is_one_binary_message_with_its_flag_byte() -> None:
+    client, _, _, _ = pair()
+    peer = FrameProtocol(client=False, extensions=[])
+    peer.receive_bytes(encoded(client, [b"one", b"two"]))
+    frames = list(peer.received_frames())
+    assert [(f.opcode, bytes(f.payload)) for f in frames] == [
+        (Opcode.BINARY, b"\x01one"),
+        (Opcode.BINARY, b"\x00two"),
+    ]
+
+
+def test_subscriptions_are_legacy_messages_as_libzmq_sends_them() -> None:
+    client, server, _, _ = pair("SUB", "PUB")
+    assert server.receive_data(client.encode_subscribe(b"topic")) == [[b"\x01topic"]]
+    assert server.receive_data(client.encode_cancel(b"topic")) == [[b"\x00topic"]]
+
+
+def test_websocket_ping_is_a_ping_event_answered_by_a_pong_frame() -> None:
+    client, server, _, _ = pair()
+    assert server.receive_data(client.encode_ping(1.0, b"ctx")) == [Ping(0.0, b"ctx")]
+    peer = FrameProtocol(client=True, extensions=[])
+    peer.receive_bytes(server.encode_pong(b"ctx"))
+    [frame] = list(peer.received_frames())
+    assert frame.opcode is Opcode.PONG and bytes(frame.payload) == b"ctx"
+
+
+def test_plain_over_zws() -> None:
+    client = ZwsConnection(
+        "PUSH",
+        client=True,
+        host="h:1",
+        path="/",
+        mechanism=PlainClientMechanism(b"admin", b"secret"),
+    )
+    server = ZwsConnection(
+        "PULL", client=False, host="h:1", path="/", mechanism=PlainServerMechanism()
+    )
+    server.start()
+    got_server = server.receive_data(client.start())
+    got_client: list[object] = []
+    pump(client, server, got_client, got_server)
+    assert client.protocol == "ZWS2.0/PLAIN"
+    assert server.pending_zap is not None
+    assert server.pending_zap.credentials == (b"admin", b"secret")
+
+
+def raw_client(protocols: list[str], path: str = "/zmq") -> tuple[WSConnection, bytes]:
+    ws = WSConnection(ConnectionType.CLIENT)
+    return ws, ws.send(Request(host="h:1", target=path, subprotocols=protocols))
+
+
+def test_no_mechanism_zws20_exchanges_routing_ids() -> None:
+    """What a browser's small client offers: ZWS2.0, each side's first message its id."""
+    server = ZwsConnection("ROUTER", client=False, host="h:1", path="/zmq", identity=b"srv")
+    ws, request = raw_client(["ZWS2.0"])
+    assert server.receive_data(request) == []
+    assert server.protocol == "ZWS2.0"
+    ws.receive_data(server.data_to_send())
+    events = list(ws.events())
+    assert isinstance(events[0], AcceptConnection) and events[0].subprotocol == "ZWS2.0"
+    # the server's routing id, and no READY
+    assert [bytes(e.data) for e in events[1:]] == [b"\x00srv"]
+    got = server.receive_data(
+        ws.send(BytesMessage(data=b"\x00browser")) + ws.send(BytesMessage(data=b"\x00hello"))
+    )
+    assert isinstance(got[0], HandshakeComplete)
+    assert got[0].identity == b"browser" and got[0].socket_type == ""
+    assert got[1:] == [[b"hello"]]
+    assert server.data_to_send() == b""
+
+
+def test_server_takes_the_clients_first_fitting_offer() -> None:
+    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    _, request = raw_client(["ZWS2.0/PLAIN", "ZWS2.0", "ZWS2.0/NULL"])
+    server.receive_data(request)
+    assert server.protocol == "ZWS2.0"
+
+
+def test_no_fitting_protocol_is_refused_with_400() -> None:
+    server = ZwsConnection(
+        "PULL", client=False, host="h:1", path="/zmq", mechanism=PlainServerMechanism()
+    )
+    ws, request = raw_client(offered_protocols(b"NULL"))
+    with pytest.raises(ProtocolError, match=r"no ZWS 2\.0 protocol fits"):
+        server.receive_data(request)
+    ws.receive_data(server.data_to_send())
+    [reject] = [e for e in ws.events() if isinstance(e, RejectConnection)]
+    assert reject.status_code == 400
+
+
+def test_another_path_is_refused_with_404() -> None:
+    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    ws, request = raw_client(["ZWS2.0/NULL"], path="/other")
+    with pytest.raises(ProtocolError, match="'/other'"):
+        server.receive_data(request)
+    ws.receive_data(server.data_to_send())
+    assert [e.status_code for e in ws.events() if isinstance(e, RejectConnection)] == [404]
+
+
+def test_client_refused_by_the_server_says_so() -> None:
+    client = ZwsConnection("PUSH", client=True, host="h:1", path="/zmq")
+    ws = WSConnection(ConnectionType.SERVER)
+    ws.receive_data(client.start())
+    list(ws.events())
+    with pytest.raises(ProtocolError, match="refused the WebSocket upgrade"):
+        client.receive_data(ws.send(RejectConnection(status_code=403)))
+
+
+# -- hostile input ---------------------------------------------------------------------------
+
+
+def open_server(**kw: object) -> tuple[ZwsConnection, WSConnection]:
+    """A server past the upgrade and the NULL handshake, and the raw client talking to it."""
+    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
+    ws, request = raw_client(["ZWS2.0/NULL"])
+    server.receive_data(request)
+    ws.receive_data(server.data_to_send())
+    list(ws.events())
+    ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
+    [done] = server.receive_data(ws.send(BytesMessage(data=ready)))
+    assert isinstance(done, HandshakeComplete)
+    return server, ws
+
+
+def test_a_text_message_is_refused() -> None:
+    server, ws = open_server()
+    with pytest.raises(ProtocolError, match="text message"):
+        server.receive_data(ws.send(TextMessage(data="hello")))
+
+
+def test_an_unmasked_client_frame_is_refused() -> None:
+    server, _ = open_server()
+    unmasked = FrameProtocol(client=False, extensions=[]).send_data(b"\x00hello")
+    with pytest.raises(ProtocolError, match="1002"):
+        server.receive_data(unmasked)
+
+
+def test_an_oversized_message_is_refused_before_it_is_buffered() -> None:
+    server, ws = open_server(maxmsgsize=1000)
+    frame = ws.send(BytesMessage(data=b"\x00" + bytes(10_000_000)))
+    # the header and the first 64 kB: refused without waiting for the rest
+    with pytest.raises(ProtocolError, match="exceeds the 1000-byte limit"):
+        server.receive_data(frame[:65536])
+
+
+def test_a_declared_length_over_the_limit_is_refused_from_the_header_alone() -> None:
+    server, _ = open_server(maxmsgsize=1000)
+    # a masked binary frame declaring 50 MB (zero mask key), nothing of its body yet
+    header = b"\x82\xff" + (50_000_000).to_bytes(8, "big") + bytes(4)
+    with pytest.raises(ProtocolError, match="declaring 50000000 bytes"):
+        server.receive_data(header)
+
+
+def test_a_message_within_the_limit_passes_in_pieces() -> None:
+    server, ws = open_server(maxmsgsize=1000)
+    # counted as on tcp: the body and its ZMTP header (9 bytes for a body over 255)
+    frame = ws.send(BytesMessage(data=b"\x00" + b"y" * 991))
+    got: list[object] = []
+    for i in range(0, len(frame), 7):
+        got += server.receive_data(frame[i : i + 7])
+    assert got == [[b"y" * 991]]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"", "empty WebSocket message"),
+        (b"\x04x", "reserved bits"),
+        (b"\x03\x04PING", "MORE flag"),
+    ],
+)
+def test_malformed_zws_messages_are_refused(payload: bytes, reason: str) -> None:
+    server, ws = open_server()
+    with pytest.raises(ProtocolError, match=reason):
+        server.receive_data(ws.send(BytesMessage(data=payload)))
+
+
+def test_an_endless_http_head_is_refused() -> None:
+    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    head = b"GET /zmq HTTP/1.1\r\nHost: h\r\nX-Junk: " + b"a" * (MAX_HTTP_HEAD + 10)
+    with pytest.raises(ProtocolError, match="bad WebSocket upgrade"):
+        for i in range(0, len(head), 4096):
+            server.receive_data(head[i : i + 4096])
+
+
+def test_a_normal_close_ends_the_connection_after_its_messages() -> None:
+    server, ws = open_server()
+    data = ws.send(BytesMessage(data=b"\x00last")) + ws.send(CloseConnection(code=1000))
+    assert server.receive_data(data) == [[b"last"]]
+    with pytest.raises(ConnectionResetError, match="closed the WebSocket"):
+        server.receive_data(b"")
+    # the close was answered
+    ws.receive_data(server.data_to_send())
+    assert any(isinstance(e, CloseConnection) for e in ws.events())
+
+
+def test_nothing_is_encoded_once_the_peer_closed() -> None:
+    """A CLOSE answered: the codec says closed, and encoding gives nothing (never an
+    exception in a writer: a browser tab closing must not take the socket down)."""
+    server, ws = open_server()
+    with pytest.raises(ConnectionResetError):
+        server.receive_data(ws.send(CloseConnection(code=1001)))
+    assert server.closed
+    assert encoded(server, [b"late"]) == b""
+    assert server.encode_ping(1.0) == b"" and server.encode_subscribe(b"t") == b""
+
+
+def test_an_abnormal_close_is_a_protocol_error() -> None:
+    server, ws = open_server()
+    with pytest.raises(ProtocolError, match="1011"):
+        server.receive_data(ws.send(CloseConnection(code=1011, reason="oops")))
+
+
+def test_a_pong_is_only_bytes_heard() -> None:
+    server, ws = open_server()
+    ws.send(BytesMessage(data=b"\x00x"))
+    assert server.receive_data(ws.send(Pong(payload=b"c"))) == []

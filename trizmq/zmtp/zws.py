@@ -1,0 +1,484 @@
+"""ZWS 2.0 (RFC 45): ZeroMQ over WebSocket, sans I/O.
+
+A :class:`ZwsConnection` is the codec of one ``ws://``/``wss://`` connection. It
+speaks RFC 6455 through ``wsproto`` (the HTTP upgrade, framing, masking and control
+frames are wsproto's, never written here) and ZMTP through an inner
+:class:`~trizmq.zmtp.connection.Connection`, which keeps doing what it does on tcp:
+the mechanism handshake (NULL, PLAIN, CURVE), ZAP, the socket-type check, every
+limit on frames and messages, and encryption.
+
+The mapping, as libzmq 4.3's ws engine does it:
+
+* ``Sec-WebSocket-Protocol`` chooses the mechanism: a client offers
+  ``ZWS2.0/NULL,ZWS2.0`` (NULL), ``ZWS2.0/PLAIN`` or ``ZWS2.0/CURVE``; a server takes
+  the first offer that fits its own mechanism, in the client's order, and refuses
+  the upgrade (400) when none does.
+* There is no ZMTP greeting: once the upgrade is done, the inner connection is
+  given the greeting it would have read, and the handshake commands follow.
+* Each ZMTP frame is one binary WebSocket message: a flag byte (0x00 last, 0x01
+  more, 0x02 command) and the frame's body.
+* With ``ZWS2.0`` (no mechanism, what browsers' small clients offer) each side's
+  first message is its routing id and nothing else is exchanged: the peer is
+  taken as a NULL peer of no declared socket type.
+* Subscriptions travel as the messages ``\\x01topic`` / ``\\x00topic`` (libzmq's ws
+  engine has no SUBSCRIBE command), and heartbeats are WebSocket PING and PONG
+  control frames, which libzmq answers and sends: a PING arrives as a
+  :class:`~trizmq.zmtp.events.Ping` event (TTL 0) to be answered with
+  :meth:`ZwsConnection.encode_pong`.
+
+Hostile input: a text message, a client frame that is not masked, a malformed
+frame or an oversized message ends the connection with a :class:`ProtocolError`
+naming it; no message is buffered past ``maxmsgsize`` (or, before the handshake
+is complete, past :data:`HANDSHAKE_FRAME_LIMIT`); the HTTP request or response
+is bounded by h11 (:data:`MAX_HTTP_HEAD`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
+from wsproto.events import (
+    Ping as WsPing,
+)
+from wsproto.events import (
+    Pong as WsPong,
+)
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from .commands import READY, command_body
+from .connection import Connection, Received
+from .encoding import Buffer
+from .errors import ProtocolError
+from .events import HandshakeComplete, Ping
+from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, frame_header
+from .greeting import build_greeting
+from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
+from .mechanism import Mechanism, ZapReply, ZapRequest
+from .metadata import encode_metadata
+
+__all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
+
+#: the subprotocol of ZWS 2.0 with no mechanism (routing ids only)
+NO_MECHANISM = "ZWS2.0"
+#: the most bytes an HTTP request or response head may take (h11's default bound,
+#: which wsproto keeps): a longer one is refused before it is buffered further
+MAX_HTTP_HEAD = 16 * 1024
+
+_MORE_FLAG = 0x01
+_COMMAND_FLAG = 0x02
+_ZWS_FLAGS = {0: b"\x00", MORE: b"\x01", COMMAND: b"\x02", COMMAND | MORE: b"\x03"}
+# normal endings of a WebSocket: going away, closed, closed with no status
+_NORMAL_CLOSE = frozenset({1000, 1001, 1005})
+
+
+def offered_protocols(mechanism: bytes) -> list[str]:
+    """What a client offers in ``Sec-WebSocket-Protocol``, as libzmq does."""
+    name = mechanism.decode("ascii")
+    if name == "NULL":
+        return [f"{NO_MECHANISM}/NULL", NO_MECHANISM]
+    return [f"{NO_MECHANISM}/{name}"]
+
+
+def _accepted(offers: Sequence[str], mechanism: bytes) -> str | None:
+    """The first offer a server of ``mechanism`` takes, in the client's order."""
+    ours = f"{NO_MECHANISM}/{mechanism.decode('ascii')}"
+    for offer in offers:
+        offer = offer.strip()
+        if offer == ours or (offer == NO_MECHANISM and mechanism == b"NULL"):
+            return offer
+    return None
+
+
+class _EndedByPeer(ConnectionResetError):
+    """The peer closed the WebSocket normally (a stream error, not a violation)."""
+
+
+class ZwsConnection:
+    """The codec of one ZWS 2.0 connection; see the module docstring.
+
+    ``client`` is the connecting side, which sends the upgrade request for ``path``
+    on ``host`` (``host:port``); a server checks that a request asks for ``path``.
+    The other arguments are those of :class:`~trizmq.zmtp.connection.Connection`.
+    """
+
+    def __init__(
+        self,
+        socket_type: str,
+        *,
+        client: bool,
+        host: str,
+        path: str,
+        mechanism: Mechanism | None = None,
+        identity: bytes = b"",
+        maxmsgsize: int = -1,
+        max_frames: int = -1,
+    ) -> None:
+        self._inner = Connection(
+            socket_type,
+            mechanism=mechanism,
+            identity=identity,
+            maxmsgsize=maxmsgsize,
+            max_frames=max_frames,
+        )
+        self._client = client
+        self._host = host
+        self._path = path or "/"
+        self._identity = identity
+        self._ws = WSConnection(ConnectionType.CLIENT if client else ConnectionType.SERVER)
+        #: the largest body of one WebSocket message in traffic (its flag byte aside)
+        self._limit = maxmsgsize if maxmsgsize >= 0 else MAX_FRAME_SIZE
+        #: the upgrade is done and the ZMTP side has started
+        self._open = False
+        #: ZWS2.0 with no mechanism: the peer's routing id is still to come
+        self._awaiting_identity = False
+        self._protocol = ""
+        #: the binary message arriving in pieces, and its size so far
+        self._partial: list[bytes | bytearray] = []
+        self._partial_size = 0
+        self._outbox = bytearray()
+        #: a normal close the peer sent after messages still to be handed on
+        self._peer_closed: str | None = None
+        self._started = False
+        #: a server has looked at the first byte of the request
+        self._request_seen = False
+
+    # -- what the runtime reads ---------------------------------------------------------
+    @property
+    def protocol(self) -> str:
+        """The subprotocol agreed (``"ZWS2.0/NULL"``), ``""`` before the upgrade."""
+        return self._protocol
+
+    @property
+    def handshake_complete(self) -> bool:
+        return self._inner.handshake_complete
+
+    @property
+    def closed(self) -> bool:
+        """True once the ZMTP side failed or the WebSocket is closing (a CLOSE came)."""
+        return self._inner.closed or self._peer_closed is not None
+
+    @property
+    def in_message(self) -> bool:
+        return bool(self._partial) or self._inner.in_message
+
+    @property
+    def pending_zap(self) -> ZapRequest | None:
+        return self._inner.pending_zap
+
+    @property
+    def mechanism(self) -> Mechanism:
+        return self._inner.mechanism
+
+    @property
+    def peer_socket_type(self) -> str:
+        return self._inner.peer_socket_type
+
+    @property
+    def peer_identity(self) -> bytes:
+        return self._inner.peer_identity
+
+    @property
+    def peer_version(self) -> tuple[int, int]:
+        """(3, 1) once the upgrade is done (how far a peer got, for the slots)."""
+        return self._inner.peer_version
+
+    @property
+    def commands_parsed(self) -> int:
+        return self._inner.commands_parsed
+
+    @property
+    def handshake_commands_received(self) -> int:
+        return self._inner.handshake_commands_received
+
+    @property
+    def shares_encoding(self) -> bool:
+        """False: a WebSocket frame is not a ZMTP frame (and a client's is masked),
+        so no encoding is shared with other connections, and none is written
+        around a big frame."""
+        return False
+
+    # -- the handshake ------------------------------------------------------------------
+    def start(self) -> bytes:
+        """The client's upgrade request; nothing for a server, which waits for one."""
+        if self._started:
+            raise ProtocolError("ZwsConnection.start() was already called")
+        self._started = True
+        if not self._client:
+            return b""
+        return self._ws.send(
+            Request(
+                host=self._host,
+                target=self._path,
+                subprotocols=offered_protocols(self._inner.mechanism.name),
+            )
+        )
+
+    def data_to_send(self) -> bytes:
+        out = bytes(self._outbox)
+        self._outbox.clear()
+        inner = self._inner.data_to_send()
+        if self._protocol == NO_MECHANISM and not self._inner.handshake_complete:
+            inner = b""  # its READY: ZWS2.0 exchanges routing ids instead
+        if inner and self._open:
+            out += self._frames_of(inner)
+        return out
+
+    def refusal(self) -> bytes:
+        """The HTTP refusal (400, 404) of an upgrade the server turned down."""
+        out = bytes(self._outbox)
+        self._outbox.clear()
+        return out
+
+    def zap_reply(self, reply: ZapReply) -> list[Received]:
+        return self._inner.zap_reply(reply)
+
+    def receive_data(self, data: Buffer) -> list[Received]:
+        """Consume ``data``: every event and message it completed, in order."""
+        if self._peer_closed is not None:
+            raise _EndedByPeer(self._peer_closed)
+        if not self._open and not self._client and data and not self._request_seen:
+            self._request_seen = True
+            if not bytes(data[:1]).isalpha():
+                raise ProtocolError("bad WebSocket upgrade: not an HTTP request")
+        try:
+            self._ws.receive_data(bytes(data))
+        except RemoteProtocolError as exc:
+            raise ProtocolError(f"bad WebSocket upgrade: {exc}") from None
+        zmtp = bytearray()
+        events: list[Received] = []
+        try:
+            for event in self._ws.events():
+                cls = event.__class__
+                if cls is BytesMessage:
+                    self._take_binary(event, zmtp, events)  # type: ignore[arg-type]
+                elif cls is WsPing:
+                    # answered through the runtime, as a ZMTP PING would be
+                    self._flush_into(zmtp, events)
+                    events.append(Ping(0.0, bytes(event.payload)))  # type: ignore[attr-defined]
+                elif cls is WsPong:
+                    pass  # the bytes read were the answer the heartbeat waits for
+                elif cls is Request:
+                    self._on_request(event)  # type: ignore[arg-type]
+                    self._begin(zmtp)
+                elif cls is AcceptConnection:
+                    self._protocol = event.subprotocol or ""  # type: ignore[attr-defined]
+                    self._begin(zmtp)
+                elif cls is RejectConnection:
+                    code = event.status_code  # type: ignore[attr-defined]
+                    raise ProtocolError(f"the server refused the WebSocket upgrade ({code})")
+                elif cls is TextMessage:
+                    raise ProtocolError("a WebSocket text message (ZWS carries binary ones)")
+                elif cls is CloseConnection:
+                    self._on_close(event, zmtp, events)  # type: ignore[arg-type]
+                    break
+                # RejectData (a refusal's body) needs nothing
+        except LocalProtocolError as exc:
+            raise ProtocolError(f"WebSocket: {exc}") from None
+        if self._open:
+            self._check_declared()
+        self._flush_into(zmtp, events)
+        if self._peer_closed is not None and not events:
+            raise _EndedByPeer(self._peer_closed)
+        return events
+
+    def _on_request(self, request: Request) -> None:
+        offers = list(request.subprotocols)
+        chosen = _accepted(offers, self._inner.mechanism.name)
+        target = request.target.partition("?")[0] or "/"
+        if target != self._path:
+            self._outbox += self._ws.send(RejectConnection(status_code=404))
+            raise ProtocolError(f"WebSocket upgrade for {target!r}, bound to {self._path!r}")
+        if chosen is None:
+            self._outbox += self._ws.send(RejectConnection(status_code=400))
+            shown = ",".join(offers) or "none"
+            raise ProtocolError(
+                f"no ZWS 2.0 protocol fits this socket's mechanism (offered: {shown})"
+            )
+        self._protocol = chosen
+        self._outbox += self._ws.send(AcceptConnection(subprotocol=chosen))
+
+    def _begin(self, zmtp: bytearray) -> None:
+        """The upgrade is done: start ZMTP with the greeting the peer would have sent."""
+        inner = self._inner
+        mechanism = inner.mechanism
+        self._open = True
+        inner.start()  # our greeting: not sent over ZWS
+        zmtp += build_greeting(mechanism.name, not mechanism.as_server)
+        if self._protocol == NO_MECHANISM:
+            # routing ids only: our READY is never sent, the peer's is made up from
+            # its first message; ours is the routing id
+            self._awaiting_identity = True
+            self._outbox += self._ws_message(b"\x00" + self._identity)
+        elif self._protocol.partition("/")[2].encode("ascii") != mechanism.name:
+            raise ProtocolError(f"the server chose {self._protocol!r}, not our mechanism")
+
+    def _on_close(self, event: CloseConnection, zmtp: bytearray, events: list[Received]) -> None:
+        if event.code in _NORMAL_CLOSE:
+            self._flush_into(zmtp, events)
+            self._peer_closed = f"the peer closed the WebSocket ({event.code})"
+            if self._ws.state is ConnectionState.REMOTE_CLOSING:
+                self._outbox += self._ws.send(event.response())
+            return
+        reason = f": {event.reason}" if event.reason else ""
+        raise ProtocolError(f"WebSocket closed with code {event.code}{reason}")
+
+    # -- messages in --------------------------------------------------------------------
+    def _take_binary(self, event: BytesMessage, zmtp: bytearray, events: list[Received]) -> None:
+        """One piece of a binary message: checked against the limit before it is kept."""
+        data = event.data
+        limit = self._limit if self._inner.handshake_complete else HANDSHAKE_FRAME_LIMIT
+        size = self._partial_size + len(data)
+        if size > limit + 1:
+            raise ProtocolError(
+                f"a WebSocket message of over {size - 1} bytes exceeds the {limit}-byte limit"
+            )
+        if not event.message_finished:
+            self._partial.append(data)
+            self._partial_size = size
+            return
+        if self._partial:
+            self._partial.append(data)
+            data = b"".join(self._partial)
+            self._partial.clear()
+            self._partial_size = 0
+        if not data:
+            raise ProtocolError("an empty WebSocket message (no ZWS flag byte)")
+        flags = data[0]
+        if flags & ~(_MORE_FLAG | _COMMAND_FLAG):
+            raise ProtocolError(f"ZWS flags 0x{flags:02x} have reserved bits set")
+        body = memoryview(data)[1:]
+        if self._awaiting_identity:
+            self._identity_message(flags, body, zmtp)
+            return
+        if flags == _MORE_FLAG | _COMMAND_FLAG:
+            raise ProtocolError("a ZWS command frame with the MORE flag set")
+        zmtp += frame_header(COMMAND if flags & _COMMAND_FLAG else MORE if flags else 0, len(body))
+        zmtp += body
+
+    def _check_declared(self) -> None:
+        """Refuse a frame whose declared length is over the limit as soon as its header
+        is in, not once that much has been received. wsproto parses the header but
+        does not publish it: its frame decoder's ``header`` is read here (wsproto 1.x;
+        without it, the size received so far is still checked piece by piece)."""
+        decoder = getattr(getattr(self._ws.connection, "_proto", None), "_frame_decoder", None)
+        header = getattr(decoder, "header", None)
+        declared = getattr(header, "payload_len", None)
+        if not isinstance(declared, int) or header.opcode.iscontrol():  # type: ignore[union-attr]
+            return
+        limit = self._limit if self._inner.handshake_complete else HANDSHAKE_FRAME_LIMIT
+        remaining = declared - getattr(decoder, "payload_consumed", 0)
+        if self._partial_size + remaining > limit + 1:
+            raise ProtocolError(
+                f"a WebSocket frame declaring {declared} bytes exceeds the {limit}-byte limit"
+            )
+
+    def _identity_message(self, flags: int, body: memoryview, zmtp: bytearray) -> None:
+        """ZWS2.0 with no mechanism: the peer's first message is its routing id."""
+        if flags:
+            raise ProtocolError("the first ZWS2.0 message must be one routing-id frame")
+        if len(body) > MAX_IDENTITY:
+            raise ProtocolError(f"peer routing id of {len(body)} bytes exceeds 255")
+        self._awaiting_identity = False
+        self._inner.data_to_send()  # our READY: ZWS2.0 sends none
+        properties = {"Identity": bytes(body)} if body else {}
+        ready = command_body(READY, encode_metadata(properties))
+        zmtp += frame_header(COMMAND, len(ready))
+        zmtp += ready
+
+    def _flush_into(self, zmtp: bytearray, events: list[Received]) -> None:
+        """Hand the ZMTP bytes gathered so far to the inner connection."""
+        if zmtp:
+            data = bytes(zmtp)
+            zmtp.clear()
+            for event in self._inner.receive_data(data):
+                if event.__class__ is HandshakeComplete and self._protocol == NO_MECHANISM:
+                    self._inner.data_to_send()
+                events.append(event)
+
+    # -- messages out -------------------------------------------------------------------
+    def _ws_message(self, payload: bytes | bytearray) -> bytes:
+        return self._send(BytesMessage(data=payload))
+
+    def _send(self, event: BytesMessage | WsPing | WsPong) -> bytes:
+        """``event``'s bytes; nothing once the WebSocket is closing (the peer sent a
+        CLOSE: what is still queued for it is lost with the connection, as on tcp)."""
+        if self._ws.state is not ConnectionState.OPEN:
+            return b""
+        return self._ws.send(event)
+
+    def _frames_of(self, zmtp: Buffer) -> bytes:
+        """Our own ZMTP bytes (well formed: we made them), one WebSocket message a frame."""
+        src = bytes(zmtp)
+        out = bytearray()
+        pos, end = 0, len(src)
+        while pos < end:
+            flags = src[pos]
+            if flags & LONG:
+                size = int.from_bytes(src[pos + 1 : pos + 9], "big")
+                pos += 9
+            else:
+                size = src[pos + 1]
+                pos += 2
+            out += self._ws_message(_ZWS_FLAGS[flags & (MORE | COMMAND)] + src[pos : pos + size])
+            pos += size
+        return bytes(out)
+
+    def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
+        """Append one message as WebSocket messages, one a frame (encrypted first
+        when the mechanism encrypts)."""
+        if self._inner.mechanism.encrypts:
+            return self._encode_wrapped_into
+        return self._encode_plain_into
+
+    def _encode_plain_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
+        send = self._ws_message
+        last = len(frames) - 1
+        for i, frame in enumerate(frames):
+            out += send((b"\x01" if i < last else b"\x00") + bytes(frame))
+
+    def _encode_wrapped_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
+        zmtp = bytearray()
+        self._inner.encode_message_into(zmtp, frames)
+        out += self._frames_of(zmtp)
+
+    def encode_subscribe(self, topic: bytes) -> bytes:
+        """The message ``\\x01topic``: what libzmq's ws engine sends and reads."""
+        return self._message([b"\x01" + topic])
+
+    def encode_cancel(self, topic: bytes) -> bytes:
+        """The message ``\\x00topic``."""
+        return self._message([b"\x00" + topic])
+
+    def _message(self, frames: list[bytes]) -> bytes:
+        out = bytearray()
+        self.message_encoder()(out, frames)
+        return bytes(out)
+
+    def encode_join(self, group: bytes) -> bytes:
+        return self._frames_of(self._inner.encode_join(group))
+
+    def encode_leave(self, group: bytes) -> bytes:
+        return self._frames_of(self._inner.encode_leave(group))
+
+    def encode_ping(self, ttl: float, context: bytes = b"") -> bytes:
+        """A WebSocket PING (its payload the context): libzmq answers it with a PONG."""
+        return self._send(WsPing(payload=context))
+
+    def encode_pong(self, context: bytes) -> bytes:
+        """A WebSocket PONG echoing a PING's payload."""
+        return self._send(WsPong(payload=context))
+
+    def encode_error(self, reason: str) -> bytes:
+        if not self._open:
+            return b""
+        return self._frames_of(self._inner.encode_error(reason))
