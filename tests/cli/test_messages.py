@@ -6,7 +6,9 @@ import struct
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import trustme
 import zmq
 
 from .helpers import bound_endpoint, free_port, run_cli, start_cli
@@ -226,3 +228,33 @@ def test_radio_to_dish_over_udp(procs: list[subprocess.Popen[bytes]]) -> None:
     out, err = dish.communicate(timeout=10)
     assert dish.returncode == 0, err
     assert out == b"flash\n"
+
+
+def test_send_and_recv_over_wss_with_tls_options(
+    procs: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """``--tls-cert``/``--tls-key`` bind wss://, ``--tls-ca`` connects to it (trustme CA)."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    cert.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "server.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    recv = start_cli(
+        "recv", "-t", "pull", "-b", "wss://localhost:0/cli", "-n", "2",
+        "--tls-cert", str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server.key"),
+    )  # fmt: skip
+    procs.append(recv)
+    endpoint = bound_endpoint(recv)
+    assert endpoint.startswith("wss://") and endpoint.endswith("/cli")
+    endpoint = endpoint.replace("127.0.0.1", "localhost")
+    sent = run_cli("send", "-t", "push", "-c", endpoint, "--tls-ca", str(tmp_path / "ca.pem"),
+                   "one", "two")  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    out, err = recv.communicate(timeout=20)
+    assert recv.returncode == 0, err
+    assert out == b"one\ntwo\n"
+
+
+def test_tls_options_that_do_not_combine_are_refused() -> None:
+    result = run_cli("send", "-t", "push", "-c", "wss://localhost:1/", "--tls-key", "k.pem", "x")
+    assert result.returncode == 2 and b"--tls-key needs --tls-cert" in result.stderr

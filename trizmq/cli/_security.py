@@ -19,6 +19,7 @@ fails with one clear line.
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -30,7 +31,13 @@ import trizmq
 from ._common import CliError
 from ._keys import load_key, public_of
 
-__all__ = ["SecurityPlan", "open_security", "plan_security", "security_options"]
+__all__ = [
+    "SecurityPlan",
+    "open_security",
+    "plan_security",
+    "plan_tls",
+    "security_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +66,17 @@ def security_options(fn: F) -> F:
             "--plain-server",
             is_flag=True,
             help="PLAIN server admitting only --plain-username/--plain-password.",
+        ),
+        click.option(
+            "--tls-cert",
+            metavar="FILE",
+            help="wss:// bind: this server's certificate chain (PEM; the key too, or --tls-key).",
+        ),
+        click.option("--tls-key", metavar="FILE", help="wss:// bind: the certificate's key (PEM)."),
+        click.option(
+            "--tls-ca",
+            metavar="FILE",
+            help="wss:// connect: trust the CA certificates in FILE (PEM) instead of the system's.",
         ),
     ]
     for option in reversed(options):
@@ -110,6 +128,32 @@ def plan_security(
             raise CliError("PLAIN user names and passwords are at most 255 bytes", code=2)
         kind = "plain-server" if plain_server else "plain-client"
         return SecurityPlan(kind, username=user, password=password)
+    return None
+
+
+def plan_tls(
+    cert: str | None = None, key: str | None = None, ca: str | None = None
+) -> ssl.SSLContext | None:
+    """The ``ssl_context`` of ``--tls-cert``/``--tls-key`` (a server's, to bind wss://) or
+    ``--tls-ca`` (a client's, to connect); None for neither (a wss:// connect then
+    trusts the system's CAs)."""
+    if key is not None and cert is None:
+        raise CliError("--tls-key needs --tls-cert", code=2)
+    if cert is not None and ca is not None:
+        raise CliError(
+            "--tls-cert (to bind wss://) and --tls-ca (to connect to wss://) do not combine "
+            "in one command",
+            code=2,
+        )
+    try:
+        if cert is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(cert, key)
+            return context
+        if ca is not None:
+            return ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise CliError(f"TLS: {exc}") from None
     return None
 
 

@@ -24,6 +24,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -46,7 +47,7 @@ from ._common import (
     make_socket,
     run,
 )
-from ._security import SecurityPlan, open_security, plan_security, security_options
+from ._security import SecurityPlan, open_security, plan_security, plan_tls, security_options
 from .framing import encode, make_decoder
 
 __all__ = ["recv", "send"]
@@ -70,6 +71,7 @@ class Common:
     linger: float
     routing_id: bytes | None
     security: SecurityPlan | None
+    ssl_context: ssl.SSLContext | None = None
     subscribe: tuple[bytes, ...] = ()
     join: tuple[bytes, ...] = ()
 
@@ -162,6 +164,7 @@ def _common(kw: dict[str, Any]) -> Common:
         linger=kw["linger"],
         routing_id=kw["routing_id"].encode() if kw["routing_id"] is not None else None,
         security=security,
+        ssl_context=plan_tls(kw["tls_cert"], kw["tls_key"], kw["tls_ca"]),
         subscribe=tuple(s.encode() for s in kw["subscribe"]),
         join=tuple(g.encode() for g in kw["join"]),
     )
@@ -173,6 +176,8 @@ def _socket(c: Common, security: Any) -> trizmq.Socket:
         options["routing_id"] = c.routing_id
     if security is not None:
         options["security"] = security
+    if c.ssl_context is not None:
+        options["ssl_context"] = c.ssl_context
     if c.type_name == "sub":
         options["subscribe"] = c.subscribe or (b"",)
     return make_socket(c.type_name, **options)
