@@ -327,7 +327,17 @@ class InputEnded(Exception):
 class RawOutput:
     """A connection writer's writes on a :class:`RawSocket`, and its write-through."""
 
-    __slots__ = ("_encode_into", "_fast", "_idle", "_parked", "_pipe", "actor", "direct", "raw")
+    __slots__ = (
+        "_encode_into",
+        "_fast",
+        "_idle",
+        "_parked",
+        "_pipe",
+        "_share",
+        "actor",
+        "direct",
+        "raw",
+    )
 
     def __init__(self, raw: RawSocket, actor: ConnectionActor, fast: FastPath) -> None:
         self.raw = raw
@@ -337,14 +347,19 @@ class RawOutput:
         self._idle = Waiters()
         #: True while the writer is parked idle, counted in ``FastPath.idle``
         self._parked = False
-        #: may the sending task write for this connection (unencrypted ones only)?
-        self.direct = actor.codec.shares_encoding
-        self._encode_into = actor.codec.message_encoder()
+        codec = actor.codec
+        #: may the sending task write for this connection? Not when each frame is
+        #: encrypted in order (CURVE's nonces are the writer's to keep)
+        self.direct = not codec.mechanism.encrypts
+        #: do a publisher's shared encodings (Fanout wires) fit this connection?
+        self._share = codec.shares_encoding
+        self._encode_into = codec.message_encoder()
 
     @property
     def zero_copy(self) -> bool:
-        """Big frames go out from the sender's own object (unencrypted only)."""
-        return self.direct
+        """Big frames go out from the sender's own object (plain ZMTP only: the
+        header is written apart from the frame)."""
+        return self.direct and self._share
 
     async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
@@ -409,7 +424,8 @@ class RawOutput:
             return False
         self._fast.allowed = self._fast.armed = False
         first = items[0]
-        if first.__class__ is Fanout:
+        share = self._share
+        if first.__class__ is Fanout and share:
             run = first.run
             if run is not None and items[-1] is run.items[-1] and len(items) == len(run.items):
                 return self._write_run(items, run)
@@ -420,7 +436,9 @@ class RawOutput:
             cls = item.__class__
             if cls is Fanout:
                 wire = item.wire  # type: ignore[attr-defined]
-                if wire is None:
+                if not share:
+                    encode_into(buf, item.frames)  # type: ignore[attr-defined]
+                elif wire is None:
                     start = len(buf)
                     encode_into(buf, item.frames)  # type: ignore[attr-defined]
                     item.wire = bytes(buf[start:])  # type: ignore[attr-defined]
@@ -492,7 +510,7 @@ class RawOutput:
             sent = self.raw.send(buf)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
-        if fanout is not None and fanout.wire is None:
+        if fanout is not None and fanout.wire is None and self._share:
             fanout.wire = bytes(buf)
         if sent < len(buf):
             # the rest belongs to this connection only: never resent on another
