@@ -55,6 +55,8 @@ def _bind_address(spec: Spec, zmq_style: bool) -> str:
         return "tcp://127.0.0.1:*" if zmq_style else "tcp://127.0.0.1:0"
     if transport == "ipc":
         return f"ipc://{spec['ipc_path']}"
+    if transport in ("ws", "wss"):  # trizmq only: pyzmq's libzmq has no ws
+        return f"{transport}://127.0.0.1:0/bench"
     return f"inproc://{spec.get('inproc_name', 'bench')}"
 
 
