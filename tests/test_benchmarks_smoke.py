@@ -95,3 +95,25 @@ def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
             cell = row[impl]
             values = cell.values() if isinstance(cell, dict) else [cell]
             assert all(isinstance(v, float) and v > 0 for v in values), (row["id"], cell)
+
+
+def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
+    """``python -m benchmarks.ws --quick``: every row over ws and over tcp."""
+    out = tmp_path / "ws.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ws", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["id"] for row in rows] == [
+        "pushpull-64",
+        "pushpull-4k",
+        "reqrep-64-p50",
+        "reqrep-64-p99",
+    ]
+    for row in rows:
+        assert row["ws"] > 0 and row["tcp"] > 0 and row["ratio"] > 0, row
