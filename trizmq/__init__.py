@@ -4,7 +4,14 @@ Sockets are async context managers whose nursery owns every task they run; they
 speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
 """
 
-from ._errors import EndpointError, HostUnreachable, NotSupportedError, StateError, ZMQError
+from ._errors import (
+    EndpointError,
+    HostUnreachable,
+    NotSupportedError,
+    StateError,
+    ZMQError,
+    ZMQOSError,
+)
 from ._message import Message
 from ._monitor import (
     Accepted,
@@ -105,6 +112,7 @@ __all__ = [
     "XPub",
     "XSub",
     "ZMQError",
+    "ZMQOSError",
 ]
 
 __version__ = "0.1.0"

@@ -8,7 +8,15 @@ that peer's connection only, is logged with its reason and never reaches the cal
 
 from __future__ import annotations
 
-__all__ = ["EndpointError", "HostUnreachable", "NotSupportedError", "StateError", "ZMQError"]
+__all__ = [
+    "EndpointError",
+    "HostUnreachable",
+    "NotSupportedError",
+    "StateError",
+    "ZMQError",
+    "ZMQOSError",
+    "os_error",
+]
 
 
 class ZMQError(Exception):
@@ -29,3 +37,33 @@ class HostUnreachable(ZMQError):
 
 class NotSupportedError(ZMQError):
     """The socket type does not do this (receiving on a PUSH, sending on a SUB)."""
+
+
+class ZMQOSError(ZMQError, OSError):
+    """What the operating system refused: a bind (address in use), a connect, an
+    unbind or disconnect of an endpoint that is not there. Both ``except
+    trizmq.ZMQError`` and ``except OSError`` catch it, and it carries the errno;
+    where Python has a builtin class for that errno (``FileNotFoundError``,
+    ``ConnectionRefusedError``, ...) the exception is an instance of it too.
+    """
+
+
+_FOR_BUILTIN: dict[type[OSError], type[ZMQOSError]] = {}
+
+
+def os_error(errno: int | None, message: str, base: type[OSError] | None = None) -> ZMQOSError:
+    """A :class:`ZMQOSError` for ``errno`` (None: unknown) that is also an instance
+    of the builtin ``OSError`` subclass Python gives that errno (or of ``base``)."""
+    if base is None:
+        base = type(OSError(errno, message)) if errno is not None else OSError
+    cls: type[ZMQOSError] = ZMQOSError
+    if base is not OSError:
+        found = _FOR_BUILTIN.get(base)
+        if found is None:
+            found = _FOR_BUILTIN[base] = type(
+                f"ZMQ{base.__name__}",
+                (ZMQOSError, base),
+                {"__module__": __name__, "__doc__": f"A ZMQOSError that is a {base.__name__}."},
+            )
+        cls = found
+    return cls(errno, message) if errno is not None else cls(message)

@@ -19,7 +19,7 @@ import trio
 
 from ._endpoint import Endpoint, parse_endpoint
 from ._monitor import Monitor, MonitorEvent
-from ._options import Options, validate_options
+from ._options import Options, changed_options, validate_options
 from .nursery import fastpath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
@@ -45,6 +45,11 @@ class SocketLife:
     socket_type: ClassVar[str] = ""
 
     def __init__(self, **options: object) -> None:
+        if not self.socket_type:
+            raise TypeError(
+                f"trizmq.{type(self).__name__} is the base of the socket types and makes no "
+                "socket itself: use trizmq.Push, Pull, Pub, Sub, Req, Rep, Dealer, Router, ..."
+            )
         self._options: Options = validate_options(self.socket_type, options)
         self._recv_lot = Waiters()
         self._send_lot = Waiters()
@@ -70,6 +75,44 @@ class SocketLife:
         #: how a receiving task parks until a message may be there (on the fast path,
         #: the fast path's wait, which may read the only peer's connection meanwhile)
         self._wait_to_recv: Callable[[], Awaitable[None]] = self._recv_lot.park
+
+    @property
+    def options(self) -> Options:
+        """The socket's options: one attribute per option, named as the constructor's
+        keyword (``sock.options.sndhwm``), validated, defaults filled in. Read-only;
+        change them with :meth:`set_options`."""
+        return self._options
+
+    def set_options(self, **options: object) -> None:
+        """Change options after construction, where libzmq lets them change.
+
+        Checked as the constructor checks them: ``TypeError`` for an unknown name
+        (with a suggestion), for one that does not apply to this socket type, or for
+        one that cannot change now (``bind``, ``connect``: call :meth:`bind` and
+        :meth:`connect`; ``max_handshakes``); ``ValueError`` naming the option for a
+        bad value. A queue bound (``sndhwm``, ``rcvhwm``) applies to peers made from
+        now on, ``linger`` to the close, the ROUTER/REQ/XPUB/PUB flags and bounds at
+        once; ``heartbeat_*``, ``security``, ``maxmsgsize``, ``routing_id``,
+        ``ssl_context`` and the other connection options to the connections made
+        afterwards; ``reconnect_ivl``/``_max`` and ``immediate`` to endpoints
+        connected afterwards, ``backlog`` to later binds. ``subscribe`` (SUB) adds
+        subscriptions, as :meth:`Sub.subscribe` does.
+
+        >>> pull = trizmq.Pull()
+        >>> pull.set_options(rcvhwm=10, linger=0)
+        >>> pull.options.rcvhwm
+        10
+        """
+        new = changed_options(self.socket_type, self._options, options)
+        added = new.subscribe[len(self._options.subscribe) :]
+        self._options = new
+        if self._runtime is not None:
+            self._runtime.reconfigure(new)
+        else:
+            self._strategy.reconfigure(new)
+        if added:  # only a SUB takes the option (the constructor subscribes the same way)
+            for topic in added:
+                self._strategy.subscribe(topic)  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open" if self._runtime else "new"

@@ -8,6 +8,7 @@ option. Both happen in the constructor, before the socket is entered.
 
 from __future__ import annotations
 
+import difflib
 import math
 import ssl
 from collections.abc import Callable, Iterable, Mapping
@@ -19,7 +20,15 @@ from ._endpoint import Endpoint, parse_endpoint
 from ._errors import EndpointError
 from .transport.base import DEFAULT_BACKLOG
 
-__all__ = ["DEFAULT_LINGER", "DEFAULT_MAX_FRAMES", "OPTIONS", "Options", "validate_options"]
+__all__ = [
+    "DEFAULT_LINGER",
+    "DEFAULT_MAX_FRAMES",
+    "OPTIONS",
+    "RUNTIME_OPTIONS",
+    "Options",
+    "changed_options",
+    "validate_options",
+]
 
 if TYPE_CHECKING:
     from ._security import Security
@@ -270,18 +279,52 @@ class Options:
     req_relaxed: bool = False
 
 
-def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
-    """Check ``given`` against the table; return every option with defaults filled in."""
+#: the options :meth:`trizmq.Socket.set_options` may change once the socket exists,
+#: as libzmq lets them change: each applies from then on (a queue bound, a linger, a
+#: flag read at each send), or to the connections, binds and connects made afterwards
+#: (a heartbeat, a mechanism, a reconnect interval); ``subscribe`` adds subscriptions
+RUNTIME_OPTIONS = frozenset(OPTIONS) - {"bind", "connect", "max_handshakes"}
+_NOT_AT_RUN_TIME = {
+    "bind": "call bind() instead",
+    "connect": "call connect() instead",
+    "max_handshakes": "the handshake slots are sized once, when the socket is made",
+}
+
+
+def _check_names(socket_type: str, given: Mapping[str, object], caller: str) -> None:
     for name in given:
         spec = OPTIONS.get(name)
         if spec is None:
-            raise TypeError(f"{socket_type.title()}() got an unknown option {name!r}")
+            close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{caller} got an unknown option {name!r}{hint}")
         if spec.types is not None and socket_type not in spec.types:
             raise TypeError(
                 f"option {name!r} does not apply to a {socket_type} socket "
                 f"(only to {', '.join(sorted(spec.types))})"
             )
+
+
+def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
+    """Check ``given`` against the table; return every option with defaults filled in."""
+    _check_names(socket_type, given, f"{socket_type.title()}()")
     checked: dict[str, Any] = {
         name: OPTIONS[name].check(name, value) for name, value in given.items()
     }
     return Options(**checked)
+
+
+def changed_options(socket_type: str, current: Options, given: Mapping[str, object]) -> Options:
+    """``current`` with ``given`` applied, checked as the constructor checks them;
+    ``TypeError`` for an option that cannot change at run time. ``subscribe`` adds to
+    the topics already there."""
+    _check_names(socket_type, given, "set_options()")
+    for name in given:
+        if name not in RUNTIME_OPTIONS:
+            raise TypeError(f"option {name!r} cannot change at run time: {_NOT_AT_RUN_TIME[name]}")
+    checked: dict[str, Any] = {
+        name: OPTIONS[name].check(name, value) for name, value in given.items()
+    }
+    if "subscribe" in checked:
+        checked["subscribe"] = current.subscribe + checked["subscribe"]
+    return attrs.evolve(current, **checked)

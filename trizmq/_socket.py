@@ -19,6 +19,7 @@ notices cancellation at every call. On the fast path
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,6 +41,18 @@ SEND_CHUNK = 256
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _checkpoint = trio.lowlevel.checkpoint
+
+
+def _encoded(text: object, encoding: str) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(
+            f"send_string takes a str, not {type(text).__name__} (send bytes with send)"
+        )
+    return text.encode(encoding)
+
+
+def _json(obj: object) -> bytes:
+    return json.dumps(obj).encode("utf-8")
 
 
 def _frame(data: object) -> bytes:
@@ -354,6 +367,45 @@ class Socket(SocketLife):
         if self._incoming:
             return Message(await self.recv_multipart())
         return self._message_of(await self._recv_raw())
+
+    # -- text and JSON (pyzmq's helpers, the same wire form) ------------------------------
+    async def send_string(self, text: str, encoding: str = "utf-8", **kwargs: Any) -> None:
+        """Send ``text`` as one frame, encoded (UTF-8 by default), as pyzmq's
+        ``send_string``; ``kwargs`` go to :meth:`send` (``group=`` on a Radio,
+        ``routing_id=`` on a Server). ``TypeError`` for anything but a ``str``."""
+        await self.send(_encoded(text, encoding), **kwargs)
+
+    def send_string_nowait(self, text: str, encoding: str = "utf-8", **kwargs: Any) -> None:
+        """:meth:`send_string`, or ``trio.WouldBlock`` (nothing is queued then)."""
+        self.send_nowait(_encoded(text, encoding), **kwargs)
+
+    async def recv_string(self, encoding: str = "utf-8") -> str:
+        """Receive one frame and decode it (UTF-8 by default); ``UnicodeDecodeError``
+        (a ``ValueError``) for bytes that are not in ``encoding``, the frame consumed."""
+        return (await self.recv()).decode(encoding)
+
+    def recv_string_nowait(self, encoding: str = "utf-8") -> str:
+        """:meth:`recv_string`, or ``trio.WouldBlock``."""
+        return self.recv_nowait().decode(encoding)
+
+    async def send_json(self, obj: object, **kwargs: Any) -> None:
+        """Send ``obj`` as one frame of UTF-8 JSON (``json.dumps``), what pyzmq's
+        ``send_json`` sends, so either end may be pyzmq; ``kwargs`` go to
+        :meth:`send`. ``TypeError`` for an object JSON cannot hold."""
+        await self.send(_json(obj), **kwargs)
+
+    def send_json_nowait(self, obj: object, **kwargs: Any) -> None:
+        """:meth:`send_json`, or ``trio.WouldBlock``."""
+        self.send_nowait(_json(obj), **kwargs)
+
+    async def recv_json(self) -> Any:
+        """Receive one frame of JSON and return the object (``json.loads``);
+        ``ValueError`` (``json.JSONDecodeError``) for a frame that is not JSON."""
+        return json.loads(await self.recv())
+
+    def recv_json_nowait(self) -> Any:
+        """:meth:`recv_json`, or ``trio.WouldBlock``."""
+        return json.loads(self.recv_nowait())
 
     def __aiter__(self) -> Socket:
         return self

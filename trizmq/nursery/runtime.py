@@ -25,6 +25,7 @@ so it never tears through a socket's nursery half-way through a write.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from collections import Counter
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from .. import _monitor as monitor
+from .._errors import os_error
 from ..transport import MessageTransport, transport_for
 from .acceptor import run_acceptor
 from .connecter import Connecter
@@ -109,6 +111,15 @@ class SocketRuntime:
         self.emit: Callable[[monitor.MonitorEvent], None] = lambda event: None
         strategy.kick = self.kick  # type: ignore[attr-defined]
 
+    def reconfigure(self, options: Options) -> None:
+        """Options changed at run time: what reads them from now on (new connections,
+        binds and connects, ZAP, the handshake deadlines) sees the new ones."""
+        self.options = options
+        self.identity = options.routing_id or b""
+        self.zap.options = options
+        self.handshake_slots.options = options
+        self.strategy.reconfigure(options)
+
     def kick(self, peer: PeerLike) -> None:
         """End one peer's connection or link (ROUTER handover), keeping the others."""
         closer = peer.closer  # type: ignore[attr-defined]
@@ -138,7 +149,7 @@ class SocketRuntime:
         """Stop listening on ``endpoint`` (as returned by :meth:`bind`)."""
         bound = self.listeners.pop(endpoint, None)
         if bound is None:
-            raise OSError(2, f"{endpoint} is not bound")
+            raise os_error(errno.ENOENT, f"{endpoint} is not bound")
         await bound.aclose()
         self.emit(monitor.Closed(endpoint))
 
@@ -146,7 +157,7 @@ class SocketRuntime:
         """Start connecting to ``endpoint`` in the background; its kept peer, if any."""
         key = str(endpoint)
         if key in self.connecters:
-            raise OSError(106, f"{key} is already connected")
+            raise os_error(errno.EISCONN, f"{key} is already connected")
         transport = transport_for(endpoint.transport)
         if isinstance(transport, MessageTransport):
             binding = await transport.connect(endpoint, self)
@@ -162,7 +173,7 @@ class SocketRuntime:
         """Stop connecting to ``endpoint`` and drop its peer and queue."""
         connecter = self.connecters.pop(endpoint, None)
         if connecter is None:
-            raise OSError(2, f"{endpoint} is not connected")
+            raise os_error(errno.ENOENT, f"{endpoint} is not connected")
         await connecter.aclose()
 
     # -- the host of message transports ----------------------------------------------------

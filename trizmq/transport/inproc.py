@@ -13,12 +13,14 @@ each end can unlink both.
 
 from __future__ import annotations
 
+import errno
 import logging
 from typing import TYPE_CHECKING
 
 import trio
 
 from .. import _monitor as monitor
+from .._errors import os_error
 from ..zmtp.socket_types import is_compatible
 from .addresses import check_inproc_name
 from .base import Endpoint, LinkHost, MessageBinding
@@ -45,7 +47,7 @@ class InprocRegistry:
     def bind(self, name: str, host: LinkHost) -> list[tuple[LinkHost, Peer]]:
         """Register ``host`` under ``name``; return the connects that were waiting."""
         if name in self.bound:
-            raise OSError(98, f"inproc://{name} is already bound")
+            raise os_error(errno.EADDRINUSE, f"inproc://{name} is already bound")
         self.bound[name] = host
         return self.pending.pop(name, [])
 

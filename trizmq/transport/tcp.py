@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from .._errors import EndpointError
+from .._errors import EndpointError, os_error
 from .addresses import parse_host_port
 from .base import (
     DEFAULT_BACKLOG,
@@ -177,7 +177,8 @@ TCP = TcpTransport()
 
 
 def rename_oserror(exc: OSError, what: str) -> OSError:
-    """A new ``OSError`` saying *what* failed, keeping the errno (hence the subclass).
+    """A new :class:`~trizmq.ZMQOSError` saying *what* failed, keeping the errno (hence
+    the builtin subclass too: ``ConnectionRefusedError`` stays one).
 
     trio's happy-eyeballs connect raises a bare ``OSError`` without errno and hides the
     per-address errors in ``__cause__``; when they agree on one errno we surface it, so
@@ -193,10 +194,8 @@ def rename_oserror(exc: OSError, what: str) -> OSError:
             detail = causes[0].strerror or str(causes[0])
     message = f"{what}: {detail}"
     if isinstance(exc, trio.socket.gaierror):
-        return trio.socket.gaierror(errno, message)
-    if errno is None:
-        return OSError(message)
-    return OSError(errno, message)
+        return os_error(errno, message, trio.socket.gaierror)
+    return os_error(errno, message)
 
 
 def _nested_oserrors(exc: BaseException | None) -> Sequence[OSError]:

@@ -30,7 +30,7 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
-from .._errors import EndpointError
+from .._errors import EndpointError, os_error
 from ..zmtp import ProtocolError
 from ..zmtp.udp import decode_datagram, encode_datagram
 from .addresses import HOST_RE, is_multicast, parse_host_port
@@ -126,7 +126,7 @@ async def open_receiver(endpoint: Endpoint) -> UdpReceiver:
         try:
             await sock.bind((bind_host, port))
         except OSError as exc:
-            raise OSError(exc.errno, f"{endpoint}: {exc.strerror}") from None
+            raise os_error(exc.errno, f"{endpoint}: {exc.strerror}") from None
         if multicast:
             address, index = _interface_address(endpoint)
             group = _stdlib_socket.inet_aton(host)
@@ -146,9 +146,13 @@ async def open_receiver(endpoint: Endpoint) -> UdpReceiver:
 async def open_sender(endpoint: Endpoint) -> UdpSender:
     """A RADIO's socket towards ``endpoint``; ``OSError`` if the host does not resolve."""
     host, port = endpoint.host or "", endpoint.port or 0
-    infos = await trio.socket.getaddrinfo(host, port, type=_stdlib_socket.SOCK_DGRAM)
+    try:
+        infos = await trio.socket.getaddrinfo(host, port, type=_stdlib_socket.SOCK_DGRAM)
+    except trio.socket.gaierror as exc:
+        message = f"{endpoint}: {host!r} does not resolve ({exc.strerror})"
+        raise os_error(exc.errno, message, trio.socket.gaierror) from None
     if not infos:
-        raise OSError(f"{endpoint}: {host!r} does not resolve")
+        raise os_error(None, f"{endpoint}: {host!r} does not resolve")
     family, _, _, _, sockaddr = infos[0]
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_DGRAM)
     try:

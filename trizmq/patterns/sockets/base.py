@@ -198,6 +198,9 @@ class SocketStrategy:
     eager: ClassVar[bool] = False
     #: True when peer commands (SUBSCRIBE, CANCEL, JOIN, LEAVE) matter to this type
     wants_commands: ClassVar[bool] = False
+    #: option -> the attribute where this strategy keeps its value: what
+    #: :meth:`reconfigure` refreshes when the option changes at run time
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -219,6 +222,12 @@ class SocketStrategy:
         self._recv: Callable[[], Message | None] = self.recv
         self.recv = self._recv  # type: ignore[method-assign]
         self.shortcut_recv()
+
+    def reconfigure(self, options: Options) -> None:
+        """The socket's options changed at run time (``Socket.set_options``)."""
+        self.options = options
+        for option, field in self.OPTION_FIELDS.items():
+            setattr(self, field, getattr(options, option))
 
     def shortcut_recv(self) -> None:
         """With one peer that has not left, and every message accepted, :meth:`recv` is

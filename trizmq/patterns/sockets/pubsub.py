@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Cancel, Subscribe
 from ..pubsub import parse_subscription_message
@@ -68,6 +68,11 @@ class PubStrategy(SocketStrategy):
     can_recv = False
     eager = True
     wants_commands = True
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        "max_subscriptions": "_max_per_peer",
+        "max_subscriptions_total": "_max_total",
+        "max_subscription_bytes": "_max_bytes",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
@@ -269,6 +274,11 @@ class XPubStrategy(PubStrategy):
 
     socket_type = "XPUB"
     can_recv = True
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        **PubStrategy.OPTION_FIELDS,
+        "xpub_verbose": "verbose",
+        "rcvhwm": "hwm",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Join, Leave
 from .base import Message, PeerLike, SocketStrategy, Wake
@@ -80,6 +80,11 @@ class RadioStrategy(SocketStrategy):
     can_recv = False
     eager = True
     wants_commands = True
+
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        "max_subscriptions": "_max_per_peer",
+        "max_subscriptions_total": "_max_total",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)

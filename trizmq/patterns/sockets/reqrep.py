@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..._errors import HostUnreachable, StateError
 from .base import Message, PeerLike, SocketStrategy, Wake
@@ -53,6 +53,7 @@ class DealerStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, no envelope change."""
 
     socket_type = "DEALER"
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {"probe_router": "probe"}
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
@@ -67,6 +68,11 @@ class ReqStrategy(DealerStrategy):
     """Lock-step requests with the empty delimiter."""
 
     socket_type = "REQ"
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        **DealerStrategy.OPTION_FIELDS,
+        "req_correlate": "correlate",
+        "req_relaxed": "relaxed",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
@@ -164,6 +170,11 @@ class RouterStrategy(SocketStrategy):
 
     socket_type = "ROUTER"
     can_send = True
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        "router_mandatory": "mandatory",
+        "router_handover": "handover",
+        "probe_router": "probe",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
