@@ -4,6 +4,7 @@ Sockets are async context managers whose nursery owns every task they run; they
 speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
 """
 
+from . import auth as auth  # the certificates module, trizmq.auth
 from ._errors import (
     EndpointError,
     HostUnreachable,

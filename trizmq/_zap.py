@@ -15,8 +15,11 @@ Rules:
   A client with no IP address (ipc) is refused when an ``allow`` list is given.
 * PLAIN: ``passwords`` maps user names to passwords; without it every PLAIN client
   is refused. The user id is the user name.
-* CURVE: ``curve_keys`` lists the admitted client public keys (Z85 or 32 raw bytes);
-  omitted, any key is admitted. The user id is the key in Z85.
+* CURVE: ``curve_keys`` lists the admitted client public keys (Z85 or 32 raw bytes)
+  and ``curve_directory`` names a directory of public certificates (``*.key``, the
+  files of :mod:`trizmq.auth`, pyzmq and czmq) whose keys are admitted too, re-read
+  when the directory changes; with neither, any key is admitted. The user id is the
+  key in Z85.
 * NULL: consulted only for sockets with a ``zap_domain``, as in libzmq; only the
   address lists apply.
 * ``domain``: if given, the authenticator answers only for that ZAP domain and
@@ -43,15 +46,18 @@ import hmac
 import inspect
 import ipaddress
 import logging
+import os
 from collections.abc import Awaitable, Iterable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import attrs
 import trio
 
+from .auth import load_certificate
 from .zmtp.metadata import encode_metadata
-from .zmtp.z85 import decode_key, z85_encode
+from .zmtp.z85 import decode_key, z85_decode, z85_encode
 
 __all__ = ["Authenticator", "ZapRequestFrames", "current_authenticator"]
 
@@ -133,6 +139,7 @@ class Authenticator:
         allow: Iterable[str] | None = None,
         deny: Iterable[str] | None = None,
         domain: str | None = None,
+        curve_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.passwords = (
             None
@@ -147,6 +154,12 @@ class Authenticator:
         self.allow = _networks(allow, "allow")
         self.deny = _networks(deny, "deny")
         self.domain = domain
+        #: a directory of public certificates (``*.key``) whose keys are admitted too
+        self.curve_directory = Path(curve_directory) if curve_directory is not None else None
+        if self.curve_directory is not None and not self.curve_directory.is_dir():
+            raise ValueError(f"curve_directory {str(curve_directory)!r} is not a directory")
+        self._directory_keys: frozenset[bytes] = frozenset()
+        self._directory_stamp: tuple[int, int] | None = None
         #: how many requests were admitted and refused
         self.admitted = 0
         self.refused = 0
@@ -250,10 +263,43 @@ class Authenticator:
             if len(request.credentials) != 1 or len(request.credentials[0]) != 32:
                 return "400", "bad credentials", b"", {}
             key = request.credentials[0]
-            if self.curve_keys is not None and key not in self.curve_keys:
+            if not self.curve_key_admitted(key):
                 return "400", "unknown public key", b"", {}
             return "200", "OK", z85_encode(key), {}
         return "500", f"unsupported mechanism {request.mechanism}", b"", {}
+
+    def curve_key_admitted(self, key: bytes) -> bool:
+        """Whether the client key (32 raw bytes) is admitted: any key when neither
+        ``curve_keys`` nor ``curve_directory`` is given, else one of them lists it."""
+        if self.curve_keys is None and self.curve_directory is None:
+            return True
+        if self.curve_keys is not None and key in self.curve_keys:
+            return True
+        return self.curve_directory is not None and key in self.directory_keys()
+
+    def directory_keys(self) -> frozenset[bytes]:
+        """The keys of ``curve_directory``'s certificates, re-read when the directory
+        changes (a certificate added, removed or renamed over: its modification time
+        moves). A malformed certificate is logged and left out."""
+        directory = self.curve_directory
+        if directory is None:
+            return frozenset()
+        try:
+            st = directory.stat()
+        except OSError as exc:
+            log.warning("ZAP: curve_directory %s cannot be read: %s", directory, exc)
+            return frozenset()
+        stamp = (st.st_mtime_ns, st.st_ino)
+        if stamp != self._directory_stamp:
+            keys = set()
+            for path in sorted(directory.glob("*.key")):
+                try:
+                    keys.add(z85_decode(load_certificate(path)[0]))
+                except (OSError, ValueError) as exc:
+                    log.warning("ZAP: certificate %s left out: %s", path, exc)
+            self._directory_keys = frozenset(keys)
+            self._directory_stamp = stamp
+        return self._directory_keys
 
     def check_address(self, address: str) -> str:
         """Why ``address`` is refused by the lists, or "" if it is not."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import zmq
+import zmq.auth
 from nacl.public import PrivateKey
 from zmq.utils import z85
 
@@ -39,10 +40,14 @@ def test_keygen_to_stdout() -> None:
 def test_keygen_to_files_with_permissions(tmp_path: Path) -> None:
     result = run_cli("keygen", "--out", "server", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    secret_file, public_file = tmp_path / "server.key", tmp_path / "server.key_public"
+    # the certificates of pyzmq's zmq.auth (and czmq): NAME.key public, NAME.key_secret
+    secret_file, public_file = tmp_path / "server.key_secret", tmp_path / "server.key"
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(public_file.stat().st_mode) == 0o644
-    _check_pair(public_file.read_bytes().strip(), secret_file.read_bytes().strip())
+    public, secret = zmq.auth.load_certificate(secret_file)
+    assert zmq.auth.load_certificate(public_file) == (public, None)
+    assert secret is not None
+    _check_pair(public, secret)
     # never overwritten
     again = run_cli("keygen", "--out", "server", cwd=tmp_path)
     assert "already exists" in assert_one_line_error(again)
@@ -148,7 +153,7 @@ def test_curve_recv_from_pyzmq_client(
     zsock: ZSock, procs: list[subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
     assert run_cli("keygen", "--out", "server", cwd=tmp_path).returncode == 0
-    server_public = (tmp_path / "server.key_public").read_bytes().strip()
+    server_public, _ = zmq.auth.load_certificate(tmp_path / "server.key")
     proc = start_cli(
         "recv",
         "-t",
@@ -158,7 +163,7 @@ def test_curve_recv_from_pyzmq_client(
         "-n",
         "1",
         "--curve-secret-key",
-        "@server.key",
+        "@server.key_secret",
         cwd=tmp_path,
     )
     procs.append(proc)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import trizmq
 from trizmq import z85_decode, z85_encode
+from trizmq.auth import load_certificate
 
 from ._common import CliError
 
@@ -17,14 +18,18 @@ __all__ = ["generate_keypair", "load_key", "z85_decode", "z85_encode"]
 
 
 def load_key(value: str, option: str) -> bytes:
-    """A 32-byte key from 40 Z85 characters, 64 hex digits, or ``@FILE`` holding either."""
+    """A 32-byte key from 40 Z85 characters, 64 hex digits, or ``@FILE`` holding either
+    or a certificate (:mod:`trizmq.auth`; its secret key for a ``--...-secret-key``
+    option, its public key otherwise)."""
     text = value
     if value.startswith("@"):
         path = Path(value[1:])
         try:
-            text = path.read_text(encoding="ascii").strip()
+            text = path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise CliError(f"{option}: cannot read key file {str(path)!r}: {exc}") from None
+        if "public-key" in text:
+            text = _from_certificate(path, option)
     text = text.strip()
     try:
         if len(text) == 40:
@@ -37,6 +42,18 @@ def load_key(value: str, option: str) -> bytes:
         f"{option}: bad key: expected 40 Z85 characters or 64 hex digits, "
         f"got {len(text)} characters"
     )
+
+
+def _from_certificate(path: Path, option: str) -> str:
+    try:
+        public, secret = load_certificate(path)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{option}: {exc}") from None
+    if "secret" in option:
+        if secret is None:
+            raise CliError(f"{option}: {str(path)!r} is a public certificate (no secret key)")
+        return secret.decode("ascii")
+    return public.decode("ascii")
 
 
 def generate_keypair() -> tuple[bytes, bytes]:

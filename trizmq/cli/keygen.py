@@ -1,50 +1,34 @@
 """``trizmq keygen``: a new CURVE key pair in Z85.
 
-To stdout (``public-key: ...`` / ``secret-key: ...``), or with ``--out PREFIX`` to
-``PREFIX.key`` (the secret key, created exclusively with mode 0600) and
-``PREFIX.key_public`` (the public key, mode 0644). Each file holds one line: the
-40 Z85 characters. Neither file is ever overwritten. ``--curve-secret-key @PREFIX.key``
-reads such a file back.
+To stdout (``public-key: ...`` / ``secret-key: ...``), or with ``--out PREFIX`` as
+the certificate files of pyzmq's ``zmq.auth`` and czmq (:mod:`trizmq.auth`):
+``PREFIX.key`` (the public certificate, mode 0644) and ``PREFIX.key_secret`` (both
+keys, created exclusively with mode 0600). Neither file is ever overwritten.
+``--curve-secret-key @PREFIX.key_secret`` and ``--curve-server-key @PREFIX.key``
+read them back, and so do ``zmq.auth.load_certificate`` and
+``Authenticator(curve_directory=...)``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import click
 
+from ..auth import write_certificates
 from ._common import CliError, describe
 from ._keys import generate_keypair
 
 __all__ = ["keygen", "write_keypair"]
 
 
-def _create(path: str, data: bytes, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
 def write_keypair(prefix: str, public: bytes, secret: bytes) -> tuple[str, str]:
-    """Write ``PREFIX.key`` (0600) and ``PREFIX.key_public`` (0644); return both paths."""
-    secret_path, public_path = f"{prefix}.key", f"{prefix}.key_public"
-    for path in (secret_path, public_path):
-        if os.path.lexists(path):
-            raise CliError(f"{path} already exists; not overwriting it")
+    """Write ``PREFIX.key`` (public, 0644) and ``PREFIX.key_secret`` (0600); return
+    (secret path, public path)."""
     try:
-        _create(secret_path, secret + b"\n", 0o600)
+        public_path, secret_path = write_certificates(prefix, public, secret, exclusive=True)
+    except FileExistsError as exc:
+        raise CliError(f"{exc.filename} already exists; not overwriting it") from None
     except OSError as exc:
-        raise CliError(f"cannot create {secret_path}: {describe(exc)}") from None
-    try:
-        _create(public_path, public + b"\n", 0o644)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(secret_path)
-        raise CliError(f"cannot create {public_path}: {describe(exc)}") from None
+        raise CliError(f"cannot create the certificates {prefix}.key*: {describe(exc)}") from None
     return secret_path, public_path
 
 
@@ -53,7 +37,8 @@ def write_keypair(prefix: str, public: bytes, secret: bytes) -> tuple[str, str]:
     "-o",
     "--out",
     metavar="PREFIX",
-    help="Write PREFIX.key (secret, 0600) and PREFIX.key_public (0644) instead of printing.",
+    help="Write the certificates PREFIX.key (public, 0644) and PREFIX.key_secret (0600), "
+    "as pyzmq's zmq.auth does, instead of printing.",
 )
 def keygen(out: str | None) -> int:
     """Generate a CURVE key pair (Z85).
@@ -61,7 +46,7 @@ def keygen(out: str | None) -> int:
     \b
     Examples:
       trizmq keygen
-      trizmq keygen --out server     # server.key, server.key_public
+      trizmq keygen --out server     # server.key (public), server.key_secret
     """
     public, secret = generate_keypair()
     if out is None:
