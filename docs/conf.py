@@ -81,7 +81,7 @@ napoleon_numpy_docstring = False
 # (caption, pages in order). A page that does not exist is left out; a page that
 # exists and is not listed goes under "More".
 NAV: list[tuple[str, list[str]]] = [
-    ("Getting started", ["getting-started"]),
+    ("Getting started", ["getting-started", "polling"]),
     ("Patterns", ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets"]),
     ("Transports and devices", ["transports", "websocket", "proxy", "monitor"]),
     ("Security and reliability", ["security", "reliability"]),

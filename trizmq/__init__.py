@@ -13,6 +13,7 @@ from ._errors import (
     ZMQError,
     ZMQOSError,
 )
+from ._merge import merge
 from ._message import Message
 from ._monitor import (
     Accepted,
@@ -103,6 +104,7 @@ __all__ = [
     "Pair",
     "ProtocolError",
     "Pub",
+    "merge",
     "proxy",
     "proxy_steerable",
     "Pull",
