@@ -684,7 +684,7 @@ def report(
     print(table(rows))
     print("\nThroughput in MB/s (medians):\n")
     print(mb_table(rows))
-    print("\nTargets (issue 7):\n")
+    print("\nTargets (the speed targets of docs/performance.md):\n")
     print(targets_table(checks))
     if png:
         title = (

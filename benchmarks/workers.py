@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -827,6 +828,8 @@ ROLES: dict[tuple[str, str], Callable[[Connection, Spec], None]] = {
 
 def main(conn: Connection, spec: Spec) -> None:
     """Process entry point: run one role, report any failure to the parent."""
+    # Ctrl-C is the parent's to handle (it stops every worker): no traceback per worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         role = ROLES[spec["impl"], spec["role"]]
         if spec.get("profile"):

@@ -6,6 +6,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,8 @@ import zmq
 import zmq.auth
 from nacl.public import PrivateKey
 from zmq.utils import z85
+
+import trizmq
 
 from .helpers import assert_one_line_error, bound_endpoint, free_port, run_cli, start_cli
 
@@ -97,7 +100,7 @@ def test_user_mistakes_are_one_line(args: list[str], expected: str) -> None:
 def test_unsent_messages_after_linger_are_one_line() -> None:
     port = free_port()  # nobody listens: the PUSH queues for a peer that never comes
     result = run_cli("send", "-t", "push", "-c", f"tcp://127.0.0.1:{port}", "--linger", "0.3", "x")
-    assert "1 messages still unsent after --linger 0.3 s" in assert_one_line_error(result)
+    assert "1 message still unsent after --linger 0.3 s" in assert_one_line_error(result)
 
 
 def test_port_in_use_is_one_line(zsock: ZSock) -> None:
@@ -205,3 +208,50 @@ def test_plain_server_admits_pyzmq_client(
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert out == b"plain text\n"
+
+
+def test_no_arguments_prints_the_help_as_help() -> None:
+    result = run_cli()
+    assert result.returncode == 2
+    lines = result.stdout.decode().splitlines()
+    assert lines[0].startswith("Usage: trizmq") and len(lines) > 10
+    assert b"error" not in result.stderr
+
+
+def test_python_dash_m_trizmq_is_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "trizmq", "--version"], capture_output=True, timeout=30
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b"trizmq, version")
+
+
+def test_verbose_shows_why_a_handshake_failed(tmp_path: Path) -> None:
+    """A CURVE client with the wrong server key, against a CURVE server: without -v it
+    would wait as for an absent peer; with -v stderr says what happened."""
+    port = free_port()
+    assert run_cli("keygen", "--out", "server", cwd=tmp_path).returncode == 0
+    assert run_cli("keygen", "--out", "other", cwd=tmp_path).returncode == 0
+    server = start_cli(
+        "recv", "-t", "pull", "-b", f"tcp://127.0.0.1:{port}", "-n", "1",
+        "--curve-secret-key", "@server.key_secret", "--timeout", "10", cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        result = run_cli(
+            "send", "-t", "push", "-c", f"tcp://127.0.0.1:{port}", "-v", "--timeout", "2",
+            "--curve-server-key", "@other.key", "--curve-secret-key", "@other.key_secret",
+            "hello", cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        server.kill()
+        server.communicate()
+    stderr = result.stderr.decode()
+    assert "waiting for peers on" in stderr
+    assert "Connected" in stderr and "HandshakeFailed" in stderr, stderr
+    assert result.returncode == 1  # timed out: nothing was sent
+
+
+def test_monitor_lines_are_short() -> None:
+    from trizmq.cli.monitor import format_event
+
+    line = format_event(trizmq.ConnectRetried("tcp://h:1", 0.10782578269566777), as_json=False)
+    assert line.count("tcp://h:1") == 1 and "interval=0.108s" in line

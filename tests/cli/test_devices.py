@@ -86,7 +86,7 @@ def test_monitor_prints_connect_and_handshake(
     assert proc.returncode == 0, err
     lines = out.decode().splitlines()
     assert len(lines) == 2
-    assert " Connected endpoint=tcp://127.0.0.1:" in lines[0]
+    assert " Connected tcp://127.0.0.1:" in lines[0]
     assert " HandshakeSucceeded " in lines[1]
     assert "peer_type=ROUTER" in lines[1]
 

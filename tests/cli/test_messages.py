@@ -212,7 +212,7 @@ def test_recv_timeout_without_enough_messages_fails_in_one_line() -> None:
     result = run_cli("recv", "-t", "pull", "-b", "tcp://127.0.0.1:0", "-n", "1", "--timeout", "0.3")
     assert result.returncode == 1
     lines = result.stderr.decode().strip().splitlines()
-    assert lines[-1] == "trizmq recv: error: timed out after 0.3 s having received 0 of 1 messages"
+    assert lines[-1] == "trizmq recv: error: timed out after 0.3 s having received 0 of 1 message"
     assert b"Traceback" not in result.stderr
 
 

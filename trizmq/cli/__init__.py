@@ -52,11 +52,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and exit."""
     prefix = "trizmq"
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in cli.commands:
+    if not args:
+        # the help, as help (not folded into one error line), and a usage status
+        with click.Context(cli, info_name="trizmq") as ctx:
+            click.echo(cli.get_help(ctx))
+        sys.exit(2)
+    if args[0] in cli.commands:
         prefix = f"trizmq {args[0]}"
     try:
         code = cli.main(args=args, prog_name="trizmq", standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # Ctrl-C anywhere (start-up, bench) ends the command quietly: 128 + SIGINT
         click.echo("", err=True)
         sys.exit(130)
     except click.ClickException as exc:

@@ -84,6 +84,11 @@ class CliError(Exception):
         self.code = code
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def describe(exc: BaseException) -> str:
     """The one-line text of an error (``OSError`` without its ``[Errno N]`` prefix)."""
     if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:

@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import sys
@@ -45,10 +46,12 @@ from ._common import (
     attach,
     endpoint_specs,
     make_socket,
+    plural,
     run,
 )
 from ._security import SecurityPlan, open_security, plan_security, plan_tls, security_options
 from .framing import encode, make_decoder
+from .monitor import format_event
 
 __all__ = ["recv", "send"]
 
@@ -72,6 +75,7 @@ class Common:
     routing_id: bytes | None
     security: SecurityPlan | None
     ssl_context: ssl.SSLContext | None = None
+    verbose: bool = False
     subscribe: tuple[bytes, ...] = ()
     join: tuple[bytes, ...] = ()
 
@@ -124,6 +128,13 @@ def _common_options(fn: Any) -> Any:
             help="How long closing keeps flushing unsent messages.",
         ),
         click.option("--routing-id", metavar="TEXT", help="This socket's routing id (identity)."),
+        click.option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            help="Show the socket's events on stderr: connections, refusals, failed "
+            "handshakes with their reason.",
+        ),
     ]
     fn = security_options(fn)
     for option in reversed(options):
@@ -165,6 +176,7 @@ def _common(kw: dict[str, Any]) -> Common:
         routing_id=kw["routing_id"].encode() if kw["routing_id"] is not None else None,
         security=security,
         ssl_context=plan_tls(kw["tls_cert"], kw["tls_key"], kw["tls_ca"]),
+        verbose=kw["verbose"],
         subscribe=tuple(s.encode() for s in kw["subscribe"]),
         join=tuple(g.encode() for g in kw["join"]),
     )
@@ -181,6 +193,31 @@ def _socket(c: Common, security: Any) -> trizmq.Socket:
     if c.type_name == "sub":
         options["subscribe"] = c.subscribe or (b"",)
     return make_socket(c.type_name, **options)
+
+
+@contextlib.asynccontextmanager
+async def _reporting(sock: trizmq.Socket, c: Common) -> AsyncIterator[None]:
+    """With ``--verbose``: every monitor event of ``sock`` on stderr while the body
+    runs (a refused or failed handshake then says why, where without it the command
+    just waits as for an absent peer)."""
+    if not c.verbose:
+        yield
+        return
+    events = sock.monitor()
+    shown = ", ".join(spec.endpoint for spec in c.endpoints)
+    click.echo(f"trizmq: waiting for peers on {shown}", err=True)
+
+    async def report() -> None:
+        async for event in events:
+            click.echo(f"trizmq: {format_event(event, as_json=False)}", err=True)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(report)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
+            events.close()
 
 
 def _after_enter(sock: trizmq.Socket, c: Common) -> None:
@@ -342,7 +379,7 @@ async def _send(c: Common, args: tuple[str, ...], group: bytes, settle: float) -
     sent = 0
     async with open_security(c.security) as security:
         sock = _socket(c, security)
-        async with sock:
+        async with sock, _reporting(sock, c):
             events = sock.monitor()
             _after_enter(sock, c)
             with trio.move_on_after(c.timeout if c.timeout is not None else float("inf")) as scope:
@@ -361,7 +398,9 @@ async def _send(c: Common, args: tuple[str, ...], group: bytes, settle: float) -
                         _write(c, await _recv_one(sock, c))
                 await _flush(sock, c.linger)
             if scope.cancelled_caught:
-                raise CliError(f"timed out after {c.timeout:g} s having sent {sent} messages")
+                raise CliError(
+                    f"timed out after {c.timeout:g} s having sent {plural(sent, 'message')}"
+                )
     return 0
 
 
@@ -378,7 +417,8 @@ async def _flush(sock: trizmq.Socket, linger: float) -> None:
         return
     queued = sock.statistics().get("queued_out", 0)
     raise CliError(
-        f"{queued} messages still unsent after --linger {linger:g} s (no peer took them)"
+        f"{plural(queued, 'message')} still unsent after --linger {linger:g} s "
+        "(no peer took them)"
     )
 
 
@@ -430,7 +470,7 @@ async def _recv(c: Common, reply: list[bytes] | None) -> int:
     received = 0
     async with open_security(c.security) as security:
         sock = _socket(c, security)
-        async with sock:
+        async with sock, _reporting(sock, c):
             _after_enter(sock, c)
             with trio.move_on_after(c.timeout if c.timeout is not None else float("inf")) as scope:
                 await attach(sock, c.endpoints, announce=True)
@@ -443,6 +483,6 @@ async def _recv(c: Common, reply: list[bytes] | None) -> int:
             if scope.cancelled_caught and c.count is not None:
                 raise CliError(
                     f"timed out after {c.timeout:g} s having received {received} "
-                    f"of {c.count} messages"
+                    f"of {plural(c.count, 'message')}"
                 )
     return 0

@@ -31,8 +31,16 @@ def format_event(event: trizmq.MonitorEvent, *, as_json: bool) -> str:
     name = type(event).__name__
     if as_json:
         return json.dumps({"time": now.isoformat(timespec="milliseconds"), "event": name, **fields})
-    text = " ".join(f"{key}={value}" for key, value in fields.items() if value != "")
-    return f"{now.strftime('%H:%M:%S.%f')[:-3]} {name} {text}"
+    parts = []
+    for key, value in fields.items():
+        if value == "" or key == "endpoint":
+            continue  # the endpoint leads the line, once
+        if isinstance(value, float):
+            value = f"{value:.3g}s" if key in ("interval",) else f"{value:.3g}"
+        parts.append(f"{key}={value}")
+    endpoint = fields.get("endpoint", "")
+    text = " ".join(parts)
+    return f"{now.strftime('%H:%M:%S.%f')[:-3]} {name} {endpoint} {text}".rstrip()
 
 
 @click.command()
