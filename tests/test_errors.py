@@ -67,3 +67,38 @@ def test_the_base_class_makes_no_socket() -> None:
 @pytest.mark.parametrize("forever", [None, -1])
 def test_linger_forever_is_none_or_minus_one(forever: int | None) -> None:
     assert trizmq.Push(linger=forever).options.linger is None
+
+
+def test_a_bad_topic_follows_the_two_rules() -> None:
+    """An option's bad value is a ValueError naming the option (the constructor's
+    rule); a method's argument of the wrong type is a TypeError (Python's)."""
+    with pytest.raises(ValueError, match="subscribe"):
+        trizmq.Sub(subscribe=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="subscribe"):
+        trizmq.Sub().set_options(subscribe=[b"ok", 2])
+    with pytest.raises(TypeError, match="a topic must be bytes or str"):
+        trizmq.Sub().subscribe(1)  # type: ignore[arg-type]
+
+
+def test_a_socket_used_in_another_trio_run_says_so() -> None:
+    pull = trizmq.Pull()
+
+    async def first() -> None:
+        async with pull:
+            pass
+
+    async def second() -> None:
+        with pytest.raises(RuntimeError, match=r"belongs to another trio\.run"):
+            await pull.recv()
+        with pytest.raises(RuntimeError, match=r"belongs to another trio\.run"):
+            await pull.bind("tcp://127.0.0.1:0")
+
+    trio.run(first)
+    trio.run(second)
+
+
+async def test_a_closed_socket_in_its_own_run_is_just_closed() -> None:
+    async with trizmq.Pull() as pull:
+        pass
+    with pytest.raises(trio.ClosedResourceError):
+        await pull.recv()

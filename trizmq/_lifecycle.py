@@ -64,6 +64,8 @@ class SocketLife:
         self._sendable = False
         self._recvable = False
         self._closed_event: trio.Event | None = None
+        #: the trio.run the socket was entered in (a socket lives within one)
+        self._trio_token: trio.lowlevel.TrioToken | None = None
         self._ops = 0
         self._monitors: list[Monitor] = []
         self._incoming: deque[bytes] = deque()
@@ -124,6 +126,7 @@ class SocketLife:
             raise RuntimeError(f"{type(self).__name__} can be entered only once")
         # entering while already cancelled: a plain Cancelled, before anything opens
         await trio.lowlevel.checkpoint_if_cancelled()
+        self._trio_token = trio.lowlevel.current_trio_token()
         self._nursery_manager = manager = trio.open_nursery()
         outer = await manager.__aenter__()
         # The runtime's tasks run in an inner nursery owned by a supervisor task, so
@@ -228,9 +231,26 @@ class SocketLife:
         """True once the socket is closed (or closing)."""
         return self._closing
 
+    def _closed_error(self) -> Exception:
+        """Why a closed socket cannot be used: closed, or closed by the end of another
+        ``trio.run`` (a socket lives and dies within the run it was entered in)."""
+        token = self._trio_token
+        if token is not None:
+            try:
+                here = trio.lowlevel.current_trio_token()
+            except RuntimeError:
+                here = None
+            if here is not token:
+                return RuntimeError(
+                    f"this trizmq.{type(self).__name__} belongs to another trio.run, which "
+                    "closed it; a socket lives within the trio.run it was entered in: "
+                    "make a new one in this run"
+                )
+        return trio.ClosedResourceError(f"{type(self).__name__} is closed")
+
     def _require_runtime(self) -> SocketRuntime:
         if self._closing:
-            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+            raise self._closed_error()
         if self._runtime is None:
             raise RuntimeError(
                 f"enter the socket first: async with trizmq.{type(self).__name__}(...)"

@@ -77,7 +77,7 @@ class Socket(SocketLife):
     # -- sending ---------------------------------------------------------------------------
     def _check_send(self) -> None:
         if self._closing:
-            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+            raise self._closed_error()
         if not self._strategy.can_send:
             raise NotSupportedError(f"a {self.socket_type} socket cannot send")
         if self._runtime is None:
@@ -233,7 +233,7 @@ class Socket(SocketLife):
     # -- receiving -------------------------------------------------------------------------
     def _check_recv(self) -> None:
         if self._closing:
-            raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
+            raise self._closed_error()
         if not self._strategy.can_recv:
             raise NotSupportedError(f"a {self.socket_type} socket cannot receive")
         if self._runtime is None:
