@@ -185,6 +185,18 @@ def _ssl_context(name: str, value: object) -> ssl.SSLContext | None:
     raise ValueError(f"{name} must be None or an ssl.SSLContext, not {value!r}")
 
 
+def _flag_or_none(name: str, value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValueError(f"{name} must be True, False or None (the system's default), not {value!r}")
+
+
+def _count_or_none(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    return _count(name, value)
+
+
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, not {value!r}")
@@ -223,6 +235,13 @@ OPTIONS: dict[str, OptionSpec] = {
     "backlog": OptionSpec(DEFAULT_BACKLOG, _count),
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "ssl_context": OptionSpec(None, _ssl_context),
+    "connect_timeout": OptionSpec(None, _positive_or_none),
+    "tcp_keepalive": OptionSpec(None, _flag_or_none),
+    "tcp_keepalive_idle": OptionSpec(None, _positive_or_none),
+    "tcp_keepalive_intvl": OptionSpec(None, _positive_or_none),
+    "tcp_keepalive_cnt": OptionSpec(None, _count_or_none),
+    "sndbuf": OptionSpec(None, _count_or_none),
+    "rcvbuf": OptionSpec(None, _count_or_none),
     "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
@@ -267,6 +286,13 @@ class Options:
     backlog: int = DEFAULT_BACKLOG
     greeting_ivl: float | None = 5.0
     ssl_context: ssl.SSLContext | None = None
+    connect_timeout: float | None = None
+    tcp_keepalive: bool | None = None
+    tcp_keepalive_idle: float | None = None
+    tcp_keepalive_intvl: float | None = None
+    tcp_keepalive_cnt: int | None = None
+    sndbuf: int | None = None
+    rcvbuf: int | None = None
     subscribe: tuple[bytes, ...] = ()
     router_mandatory: bool = False
     router_handover: bool = False

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -30,6 +32,7 @@ __all__ = [
     "TCPListener",
     "TcpTransport",
     "abort_on_close",
+    "apply_tcp_options",
     "connect_tcp",
     "format_sockaddr",
     "listen_tcp",
@@ -60,14 +63,49 @@ def format_sockaddr(sockaddr: tuple[str, int] | tuple[str, int, int, int]) -> st
     return f"{host}:{port}"
 
 
+def apply_tcp_options(stream: trio.abc.Stream, options: Options | None) -> None:
+    """Set the socket options a user asked for (``tcp_keepalive*``, ``sndbuf``,
+    ``rcvbuf``) on one TCP connection; left to the system where they are None. A
+    stream that is not a TCP socket is left alone."""
+    sock = getattr(stream, "socket", None)
+    if options is None or sock is None:
+        return
+    if sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+        return
+    S, T = trio.socket, trio.socket.IPPROTO_TCP
+    wanted: list[tuple[int, int, int | None]] = [
+        (S.SOL_SOCKET, S.SO_SNDBUF, options.sndbuf),
+        (S.SOL_SOCKET, S.SO_RCVBUF, options.rcvbuf),
+    ]
+    keepalive = options.tcp_keepalive
+    if keepalive is not None:
+        wanted.append((S.SOL_SOCKET, S.SO_KEEPALIVE, int(keepalive)))
+    for name, value in (
+        ("TCP_KEEPIDLE", options.tcp_keepalive_idle),
+        ("TCP_KEEPINTVL", options.tcp_keepalive_intvl),
+        ("TCP_KEEPCNT", options.tcp_keepalive_cnt),
+    ):
+        constant = getattr(S, name, None)
+        if constant is not None and value is not None:
+            wanted.append((T, constant, max(1, round(value))))
+    for level, option, value in wanted:
+        if value is not None:
+            with contextlib.suppress(OSError):  # a connection reset already
+                sock.setsockopt(level, option, value)
+
+
 class TCPListener(ListenerBase):
     """A bound, listening TCP socket; :meth:`accept` yields one stream per peer."""
 
     endpoint: str
 
-    def __init__(self, listener: trio.SocketListener, endpoint: str) -> None:
+    def __init__(
+        self, listener: trio.SocketListener, endpoint: str, options: Options | None = None
+    ) -> None:
         self._listener = listener
         self.endpoint = endpoint
+        #: the socket's options, applied to every accepted connection
+        self.options = options
 
     @property
     def socket(self) -> trio.socket.SocketType:
@@ -77,6 +115,7 @@ class TCPListener(ListenerBase):
     async def accept(self) -> tuple[trio.SocketStream, str]:
         """Wait for a peer; return its stream and its address as ``host:port``."""
         stream = await self._listener.accept()
+        apply_tcp_options(stream, self.options)
         try:
             peer = format_sockaddr(stream.socket.getpeername())
         except OSError:
@@ -133,14 +172,21 @@ async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> T
     return TCPListener(trio.SocketListener(sock), f"tcp://{bound}")
 
 
-async def connect_tcp(endpoint: Endpoint) -> trio.SocketStream:
-    """Connect to *endpoint*; any failure (refused, unreachable, unresolvable) is ``OSError``."""
+async def connect_tcp(endpoint: Endpoint, options: Options | None = None) -> trio.SocketStream:
+    """Connect to *endpoint*; any failure (refused, unreachable, unresolvable, longer
+    than the ``connect_timeout`` option) is ``OSError``."""
     if endpoint.transport != "tcp" or endpoint.host is None or endpoint.port is None:
         raise EndpointError(f"endpoint {str(endpoint)!r} is not a tcp endpoint")
+    timeout = options.connect_timeout if options is not None else None
     try:
-        return await trio.open_tcp_stream(endpoint.host, endpoint.port)
+        with trio.move_on_after(timeout if timeout is not None else math.inf) as scope:
+            stream = await trio.open_tcp_stream(endpoint.host, endpoint.port)
     except OSError as exc:
         raise rename_oserror(exc, f"cannot connect to {endpoint}") from exc
+    if scope.cancelled_caught:
+        raise os_error(errno.ETIMEDOUT, f"cannot connect to {endpoint}: timed out after {timeout}s")
+    apply_tcp_options(stream, options)
+    return stream
 
 
 class TcpTransport:
@@ -155,11 +201,13 @@ class TcpTransport:
 
     async def listen(self, endpoint: Endpoint, options: Options) -> Listener:
         """Bind and listen (see :func:`listen_tcp`)."""
-        return await listen_tcp(endpoint, backlog=effective_backlog(options.backlog))
+        listener = await listen_tcp(endpoint, backlog=effective_backlog(options.backlog))
+        listener.options = options
+        return listener
 
     async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
         """Connect (see :func:`connect_tcp`)."""
-        return await connect_tcp(endpoint)
+        return await connect_tcp(endpoint, options)
 
     def codec(
         self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool

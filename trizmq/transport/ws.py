@@ -89,13 +89,14 @@ class WsTransport:
                 "(an ssl.SSLContext with the server's certificate)"
             )
         tcp = await listen_tcp(self._tcp(endpoint), backlog=effective_backlog(options.backlog))
+        tcp.options = options
         bound = tcp.endpoint.partition("://")[2]
         return WsListener(tcp, f"{self.scheme}://{bound}{endpoint.path or '/'}", context)
 
     async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
         """Connect as tcp; for wss, TLS with the ``ssl_context`` option or the
         system's default context (certificate and host name checked)."""
-        stream = await connect_tcp(self._tcp(endpoint))
+        stream = await connect_tcp(self._tcp(endpoint), options)
         if not self.secure:
             return stream
         context = options.ssl_context or ssl.create_default_context()
