@@ -236,6 +236,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "ssl_context": OptionSpec(None, _ssl_context),
     "connect_timeout": OptionSpec(None, _positive_or_none),
+    "conflate": OptionSpec(False, _flag, frozenset({"PUSH", "PULL", "PUB", "SUB", "DEALER"})),
     "tcp_keepalive": OptionSpec(None, _flag_or_none),
     "tcp_keepalive_idle": OptionSpec(None, _positive_or_none),
     "tcp_keepalive_intvl": OptionSpec(None, _positive_or_none),
@@ -287,6 +288,7 @@ class Options:
     greeting_ivl: float | None = 5.0
     ssl_context: ssl.SSLContext | None = None
     connect_timeout: float | None = None
+    conflate: bool = False
     tcp_keepalive: bool | None = None
     tcp_keepalive_idle: float | None = None
     tcp_keepalive_intvl: float | None = None

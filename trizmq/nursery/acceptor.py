@@ -24,7 +24,6 @@ from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
 from .connection import ConnectionActor
-from .pipe import Pipe
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
@@ -83,7 +82,7 @@ async def _serve(
 ) -> None:
     """One accepted connection: a fresh peer that lives as long as the stream."""
     options = runtime.options
-    peer = runtime.peers.new_peer(endpoint, Pipe(options.sndhwm), Pipe(options.rcvhwm))
+    peer = runtime.peers.new_peer(endpoint, *runtime.new_pipes())
     peer.remote_address = address
     slots = runtime.handshake_slots
 

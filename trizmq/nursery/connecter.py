@@ -27,7 +27,6 @@ from trio.lowlevel import enable_ki_protection
 from .. import _monitor as monitor
 from ..patterns.backoff import Backoff, Outcome
 from .connection import ConnectionActor
-from .pipe import Pipe
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, StreamTransport
@@ -55,7 +54,7 @@ class Connecter:
         #: the peer kept across reconnects (None with ``immediate``, or a taken PAIR)
         self.kept: Peer | None = None
         if not options.immediate:
-            peer = runtime.peers.new_peer(str(endpoint), Pipe(options.sndhwm), Pipe(options.rcvhwm))
+            peer = runtime.peers.new_peer(str(endpoint), *runtime.new_pipes())
             if runtime.peers.attach(peer):
                 self.kept = peer
             else:
@@ -107,10 +106,7 @@ class Connecter:
         runtime = self.runtime
         peer = self.kept
         if peer is None:
-            options = runtime.options
-            peer = runtime.peers.new_peer(
-                str(self.endpoint), Pipe(options.sndhwm), Pipe(options.rcvhwm)
-            )
+            peer = runtime.peers.new_peer(str(self.endpoint), *runtime.new_pipes())
         self.current = peer
         codec = self.transport.codec(
             runtime.socket_type, runtime.options, self.endpoint, client=True

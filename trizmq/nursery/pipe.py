@@ -36,7 +36,7 @@ import trio
 
 from .waiters import Waiters
 
-__all__ = ["Pipe"]
+__all__ = ["ConflatePipe", "Pipe", "pipes_for"]
 
 _popleft = deque.popleft
 
@@ -256,3 +256,62 @@ class Pipe:
             "readers_waiting": len(self._readers),
             "writers_waiting": len(self._writers),
         }
+
+
+def _is_message(item: object) -> bool:
+    cls = item.__class__
+    return cls is list or cls.__name__ == "Fanout"
+
+
+class ConflatePipe(Pipe):
+    """A pipe that keeps only the newest message (libzmq's ``ZMQ_CONFLATE``): a new
+    message replaces the one waiting, commands (subscriptions, PINGs) are kept, and
+    the rest of a message half written (a ``bytes`` item at the head) stays whole.
+    It is never full: nothing waits for room, nothing is dropped but older messages.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def _forget_messages(self) -> None:
+        items = self._items
+        if any(_is_message(item) for item in items):
+            kept = [item for item in items if not _is_message(item)]
+            items.clear()
+            items.extend(kept)
+
+    def put(self, item: object) -> None:
+        if _is_message(item):
+            self._forget_messages()
+        super().put(item)
+
+    def offer(self, item: object) -> bool:
+        self.put(item)
+        return True
+
+    def offer_many(self, batch: list[object]) -> int:
+        self.extend(batch)
+        return len(batch)
+
+    def extend(self, batch: Iterable[object]) -> None:
+        batch = list(batch)
+        last = next((i for i in range(len(batch) - 1, -1, -1) if _is_message(batch[i])), None)
+        if last is not None:
+            self._forget_messages()
+            batch = [item for i, item in enumerate(batch) if i == last or not _is_message(item)]
+        super().extend(batch)
+
+
+#: the socket types whose queues ``conflate`` applies to, as in libzmq: the direction
+#: that carries their messages (a PUB's incoming subscriptions are never conflated)
+CONFLATE_OUT = frozenset({"PUSH", "PUB", "DEALER"})
+CONFLATE_IN = frozenset({"PULL", "SUB", "DEALER"})
+
+
+def pipes_for(socket_type: str, sndhwm: int, rcvhwm: int, conflate: bool) -> tuple[Pipe, Pipe]:
+    """The (outgoing, incoming) pipes of a new peer of a ``socket_type`` socket."""
+    out_pipe = ConflatePipe() if conflate and socket_type in CONFLATE_OUT else Pipe(sndhwm)
+    in_pipe = ConflatePipe() if conflate and socket_type in CONFLATE_IN else Pipe(rcvhwm)
+    return out_pipe, in_pipe

@@ -41,7 +41,7 @@ from .acceptor import run_acceptor
 from .connecter import Connecter
 from .handshake import Zap
 from .peers import Peer, PeerTable
-from .pipe import Pipe
+from .pipe import Pipe, pipes_for
 from .slots import HandshakeSlots
 
 if TYPE_CHECKING:
@@ -191,16 +191,17 @@ class SocketRuntime:
         over ``across``'s pipes (the other end of an inproc link: its out_pipe is our
         in_pipe)."""
         if across is not None:
-            return self.peers.new_peer(
-                endpoint, across.in_pipe, across.out_pipe, shared_queue=True
-            )
+            return self.peers.new_peer(endpoint, across.in_pipe, across.out_pipe, shared_queue=True)
+        out_pipe, in_pipe = pipes_for(self.socket_type, out_hwm, in_hwm, self.options.conflate)
         return self.peers.new_peer(
-            endpoint,
-            Pipe(out_hwm),
-            Pipe(in_hwm),
-            datagram=datagram,
-            shared_queue=shared_queue,
+            endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue
         )
+
+    def new_pipes(self) -> tuple[Pipe, Pipe]:
+        """The (outgoing, incoming) pipes of a new connection's peer: bounded by the
+        HWMs, or conflating (``conflate``)."""
+        options = self.options
+        return pipes_for(self.socket_type, options.sndhwm, options.rcvhwm, options.conflate)
 
     def attach(self, peer: Peer) -> bool:
         """Route to and from ``peer``; False when the strategy refuses it."""
