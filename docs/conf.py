@@ -82,7 +82,10 @@ napoleon_numpy_docstring = False
 # exists and is not listed goes under "More".
 NAV: list[tuple[str, list[str]]] = [
     ("Getting started", ["getting-started", "polling"]),
-    ("Patterns", ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets"]),
+    (
+        "Patterns",
+        ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets", "stream"],
+    ),
     ("Transports and devices", ["transports", "websocket", "proxy", "monitor"]),
     ("Security and reliability", ["security", "reliability"]),
     ("Testing", ["testing"]),

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import trio
 
 from ._endpoint import parse_endpoint
+from ._errors import EndpointError
 from ._message import Message
 from ._socket import Socket, _frame
 from .patterns.sockets import SubStrategy, XSubStrategy
@@ -31,6 +32,7 @@ __all__ = [
     "Router",
     "Scatter",
     "Server",
+    "Stream",
     "Sub",
     "XPub",
     "XSub",
@@ -130,6 +132,40 @@ class Router(Socket):
     """ROUTER: every message starts with the routing id of its peer."""
 
     socket_type = "ROUTER"
+
+
+class Stream(Socket):
+    """STREAM: raw TCP peers that speak no ZeroMQ (an HTTP client, a telnet session),
+    each addressed by a routing id, as libzmq's ``ZMQ_STREAM``.
+
+    ``await stream.recv_multipart()`` gives ``[routing_id, data]``: ``data`` is what
+    one read brought, or ``b""`` when a connection opens and again when it ends.
+    ``await stream.send_multipart([routing_id, data])`` writes ``data`` as it is;
+    ``[routing_id, b""]`` closes that connection. tcp endpoints only; no security and
+    no heartbeats (the peers speak no ZMTP).
+    """
+
+    socket_type = "STREAM"
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)
+        for endpoint in (*self._options.bind, *self._options.connect):
+            _tcp_only(str(endpoint))
+
+    async def bind(self, endpoint: str) -> str:
+        """Listen on a ``tcp://`` endpoint; return it with a 0 port resolved."""
+        _tcp_only(endpoint)
+        return await super().bind(endpoint)
+
+    async def connect(self, endpoint: str) -> None:
+        """Connect to a ``tcp://`` endpoint in the background; returns at once."""
+        _tcp_only(endpoint)
+        await super().connect(endpoint)
+
+
+def _tcp_only(endpoint: object) -> None:
+    if isinstance(endpoint, str) and not endpoint.startswith("tcp://"):
+        raise EndpointError(f"endpoint {endpoint!r}: a STREAM socket takes tcp:// endpoints only")
 
 
 class _SinglePart(Socket):

@@ -144,6 +144,8 @@ async def handshake(
     """
     with trio.fail_after(limit if limit is not None else math.inf), slots.guard(slot):
         await stream.send_all(codec.start())
+        if codec.handshake_complete:
+            return []  # a codec with no handshake (a STREAM socket's raw bytes)
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:

@@ -395,6 +395,10 @@ def zmtp_codec(socket_type: str, options: Options) -> Codec:
     unless their transport names another."""
     from ..zmtp import Connection
 
+    if socket_type == "STREAM":
+        from ..zmtp.raw import RawConnection
+
+        return RawConnection()
     security = options.security
     return Connection(
         socket_type,

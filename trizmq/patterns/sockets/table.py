@@ -16,6 +16,7 @@ from .pipeline import PullStrategy, PushStrategy
 from .pubsub import PubStrategy, SubStrategy, XPubStrategy, XSubStrategy
 from .radiodish import DishStrategy, RadioStrategy
 from .reqrep import DealerStrategy, RepStrategy, ReqStrategy, RouterStrategy
+from .stream import StreamStrategy
 
 __all__ = ["STRATEGIES"]
 
@@ -33,6 +34,7 @@ STRATEGIES: dict[str, type[SocketStrategy]] = {
         RepStrategy,
         DealerStrategy,
         RouterStrategy,
+        StreamStrategy,
         RadioStrategy,
         DishStrategy,
         ClientStrategy,

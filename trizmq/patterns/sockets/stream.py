@@ -1,0 +1,62 @@
+"""STREAM (libzmq's ``ZMQ_STREAM``): raw TCP peers, addressed by routing id.
+
+Every message is ``[routing id, data]``. A new connection is announced by
+``[id, b""]`` and its end by another ``[id, b""]`` (libzmq's ``ZMQ_STREAM_NOTIFY``);
+what arrives in one read is one message. Sending ``[id, data]`` writes ``data`` as
+it is; ``[id, b""]`` closes that connection. Ids are generated (a zero byte and a
+32-bit counter, as libzmq's); a message to an unknown id is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .reqrep import RouterStrategy
+
+if TYPE_CHECKING:
+    from .base import Message, PeerLike
+
+__all__ = ["StreamStrategy"]
+
+
+class StreamStrategy(RouterStrategy):
+    """ROUTER's addressing over raw connections, with connect/disconnect notices."""
+
+    socket_type = "STREAM"
+    OPTION_FIELDS = {}  # noqa: RUF012 - ROUTER's flags do not apply
+
+    def connected(self, peer: PeerLike) -> None:
+        rid = self.generate_id()  # a new id per connection, as libzmq gives
+        peer.routing_id = rid
+        self.routes[rid] = peer
+        peer.in_pipe.put([b""])  # the connection's notice
+
+    def disconnected(self, peer: PeerLike) -> None:
+        self._ended(peer)
+
+    def detach(self, peer: PeerLike) -> None:
+        if peer.connected or peer.routing_id in self.routes:
+            self._ended(peer)
+        super().detach(peer)
+
+    def _ended(self, peer: PeerLike) -> None:
+        # the routing id stays on the peer until the notice is read
+        if peer.routing_id is not None and self.routes.get(peer.routing_id) is peer:
+            del self.routes[peer.routing_id]
+            peer.in_pipe.put([b""])
+
+    def send(self, msg: Message) -> bool:
+        if len(msg) < 2:
+            return True  # a lone id: nothing to write (libzmq drops it too)
+        peer = self.routes.get(msg[0])
+        if peer is None:
+            self.dropped += 1
+            return True
+        data = msg[1:]
+        if not any(data):
+            self.kick(peer)  # [id, b""] closes the connection
+            return True
+        if peer.out_pipe.full:
+            return False  # wait for room: a stream's bytes are not dropped
+        peer.out_pipe.put(data)
+        return True

@@ -1,0 +1,88 @@
+"""The codec of a STREAM socket's connections: raw bytes, no ZMTP at all.
+
+libzmq's ``ZMQ_STREAM`` talks to peers that are not ZeroMQ (an HTTP client, a
+telnet session): there is no greeting and no handshake, every read becomes one
+message, and what is sent is written as it is. :class:`RawConnection` is that, in
+the shape of the :class:`~trizmq.transport.base.Codec` the runtime drives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .._errors import StateError
+from .encoding import Buffer
+from .events import Event
+from .mechanism import Mechanism, ZapReply, ZapRequest
+from .null import NullMechanism
+
+__all__ = ["RawConnection"]
+
+
+def _encode_raw(out: bytearray, frames: Sequence[Buffer]) -> None:
+    for frame in frames:
+        out += frame
+
+
+class RawConnection:
+    """One raw TCP connection: complete from the start, a message per read."""
+
+    def __init__(self) -> None:
+        self._mechanism = NullMechanism()
+
+    handshake_complete = True
+    closed = False
+    in_message = False
+    pending_zap: ZapRequest | None = None
+    peer_socket_type = ""
+    peer_identity = b""
+    peer_version = (0, 0)
+    commands_parsed = 0
+    handshake_commands_received = 0
+    #: the same bytes for every connection (and written around big frames)
+    shares_encoding = True
+
+    @property
+    def mechanism(self) -> Mechanism:
+        return self._mechanism
+
+    def start(self) -> bytes:
+        return b""
+
+    def data_to_send(self) -> bytes:
+        return b""
+
+    def refusal(self) -> bytes:
+        return b""
+
+    def receive_data(self, data: Buffer) -> list[Event | list[bytes]]:
+        """One message of what was read, as it is."""
+        return [[bytes(data)]] if data else []
+
+    def zap_reply(self, reply: ZapReply) -> list[Event | list[bytes]]:
+        raise StateError("a raw connection has no handshake")
+
+    def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
+        return _encode_raw
+
+    # no commands on a raw connection: what would carry them is nothing but bytes
+    def encode_subscribe(self, topic: bytes) -> bytes:
+        return b""
+
+    def encode_cancel(self, topic: bytes) -> bytes:
+        return b""
+
+    def encode_join(self, group: bytes) -> bytes:
+        return b""
+
+    def encode_leave(self, group: bytes) -> bytes:
+        return b""
+
+    def encode_ping(self, ttl: float, context: bytes = b"") -> bytes:
+        return b""
+
+    def encode_pong(self, context: bytes) -> bytes:
+        return b""
+
+    def encode_error(self, reason: str) -> bytes:
+        return b""
