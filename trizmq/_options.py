@@ -197,6 +197,16 @@ def _count_or_none(name: str, value: object) -> int | None:
     return _count(name, value)
 
 
+def _message_or_none(name: str, value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise ValueError(f"{name} must be bytes, str or None, not {value!r}")
+
+
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, not {value!r}")
@@ -247,6 +257,8 @@ OPTIONS: dict[str, OptionSpec] = {
     "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
     "xpub_verbose": OptionSpec(False, _flag, frozenset({"XPUB"})),
+    "xpub_manual": OptionSpec(False, _flag, frozenset({"XPUB"})),
+    "xpub_welcome_msg": OptionSpec(None, _message_or_none, frozenset({"XPUB"})),
     "max_subscriptions": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS, _count, _PUBLISHERS),
     "max_subscriptions_total": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS_TOTAL, _count, _PUBLISHERS),
     "max_subscription_bytes": OptionSpec(
@@ -299,6 +311,8 @@ class Options:
     router_mandatory: bool = False
     router_handover: bool = False
     xpub_verbose: bool = False
+    xpub_manual: bool = False
+    xpub_welcome_msg: bytes | None = None
     max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS
     max_subscriptions_total: int = DEFAULT_MAX_SUBSCRIPTIONS_TOTAL
     max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 import trio
 
 from ._endpoint import parse_endpoint
-from ._errors import EndpointError
+from ._errors import EndpointError, StateError
 from ._message import Message
 from ._socket import Socket, _frame
-from .patterns.sockets import SubStrategy, XSubStrategy
+from .patterns.sockets import SubStrategy, XPubStrategy, XSubStrategy
 from .patterns.sockets.draft import PeerStrategy, pack_routing_id, unpack_routing_id
 from .patterns.sockets.radiodish import DishStrategy, check_group
 from .zmtp.encoding import Buffer
@@ -75,6 +75,25 @@ class XPub(Socket):
     """XPUB: PUB that receives subscriptions as ``b"\\x01topic"`` / ``b"\\x00topic"``."""
 
     socket_type = "XPUB"
+    _strategy: XPubStrategy
+
+    def subscribe(self, topic: bytes | str) -> None:
+        """With ``xpub_manual=True``: subscribe the peer whose subscription message was
+        received last to ``topic`` (libzmq's ZMQ_SUBSCRIBE on a manual XPUB); the
+        subscriptions it sends are only reported, never applied, in that mode."""
+        self._require_manual()
+        self._strategy.apply_manual(_topic(topic), True)
+
+    def unsubscribe(self, topic: bytes | str) -> None:
+        """With ``xpub_manual=True``: remove that peer's subscription to ``topic``."""
+        self._require_manual()
+        self._strategy.apply_manual(_topic(topic), False)
+
+    def _require_manual(self) -> None:
+        if self._closing:
+            raise trio.ClosedResourceError("XPub is closed")
+        if not self._strategy.manual:
+            raise StateError("subscribe()/unsubscribe() on an XPub need xpub_manual=True")
 
 
 class XSub(Socket):

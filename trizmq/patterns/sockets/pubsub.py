@@ -278,11 +278,19 @@ class XPubStrategy(PubStrategy):
         **PubStrategy.OPTION_FIELDS,
         "xpub_verbose": "verbose",
         "rcvhwm": "hwm",
+        "xpub_manual": "manual",
+        "xpub_welcome_msg": "welcome",
     }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.verbose = options.xpub_verbose
+        #: xpub_manual: subscriptions go to the application only, which applies them
+        #: with :meth:`apply_manual` to the peer that sent the last one
+        self.manual = options.xpub_manual
+        self.last_subscriber: PeerLike | None = None
+        #: xpub_welcome_msg: sent to every new subscriber as it connects
+        self.welcome = options.xpub_welcome_msg
         self.pending: deque[Message] = deque()
         #: the application queue is bounded by rcvhwm: past it, items wait in their
         #: peers' pipes, whose readers then stop (back-pressure to the XSUB)
@@ -291,8 +299,28 @@ class XPubStrategy(PubStrategy):
     def backlogged(self) -> bool:
         return bool(self.hwm) and len(self.pending) >= self.hwm
 
+    def connected(self, peer: PeerLike) -> None:
+        if self.welcome is not None:
+            peer.out_pipe.put([self.welcome])
+
+    def apply_manual(self, topic: bytes, on: bool) -> None:
+        """xpub_manual: subscribe (or not) the peer whose subscription message was the
+        last one received to ``topic``, as libzmq's ZMQ_SUBSCRIBE on such an XPUB."""
+        peer = self.last_subscriber
+        if peer is None or peer not in self.subscribers:
+            return
+        if on:
+            if self.admits(peer, topic):
+                self.subscribers.subscribe(peer, topic)
+        else:
+            self.subscribers.unsubscribe(peer, topic)
+
     def subscribed(self, peer: PeerLike, topic: bytes, on: bool) -> None:
         if peer not in self.subscribers:
+            return
+        if self.manual:
+            self.last_subscriber = peer
+            self.notify([(b"\x01" if on else b"\x00") + topic])
             return
         if on:
             if not self.admits(peer, topic):
