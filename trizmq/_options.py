@@ -265,6 +265,8 @@ OPTIONS: dict[str, OptionSpec] = {
         DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, frozenset({"PUB", "XPUB"})
     ),
     "probe_router": OptionSpec(False, _flag, frozenset({"ROUTER", "DEALER", "REQ"})),
+    "hello_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER", "DEALER"})),
+    "disconnect_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER"})),
     "req_correlate": OptionSpec(False, _flag, frozenset({"REQ"})),
     "req_relaxed": OptionSpec(False, _flag, frozenset({"REQ"})),
 }
@@ -317,6 +319,8 @@ class Options:
     max_subscriptions_total: int = DEFAULT_MAX_SUBSCRIPTIONS_TOTAL
     max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES
     probe_router: bool = False
+    hello_msg: bytes | None = None
+    disconnect_msg: bytes | None = None
     req_correlate: bool = False
     req_relaxed: bool = False
 

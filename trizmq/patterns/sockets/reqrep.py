@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import random
 import struct
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -53,15 +54,19 @@ class DealerStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, no envelope change."""
 
     socket_type = "DEALER"
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {"probe_router": "probe"}
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {"probe_router": "probe", "hello_msg": "hello"}
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.probe = options.probe_router
+        #: hello_msg: the message every new connection gets first
+        self.hello = options.hello_msg
 
     def connected(self, peer: PeerLike) -> None:
         if self.probe:
             peer.out_pipe.put([b""])
+        if self.hello is not None:
+            peer.out_pipe.put([self.hello])
 
 
 class ReqStrategy(DealerStrategy):
@@ -174,6 +179,8 @@ class RouterStrategy(SocketStrategy):
         "router_mandatory": "mandatory",
         "router_handover": "handover",
         "probe_router": "probe",
+        "hello_msg": "hello",
+        "disconnect_msg": "farewell",
     }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
@@ -181,6 +188,12 @@ class RouterStrategy(SocketStrategy):
         self.mandatory = options.router_mandatory
         self.handover = options.router_handover
         self.probe = options.probe_router
+        #: hello_msg: sent to every new connection; disconnect_msg: received as
+        #: [routing id, message] when a connected peer goes (libzmq's draft options)
+        self.hello = options.hello_msg
+        self.farewell = options.disconnect_msg
+        #: messages made here for the application (disconnect_msg), read first
+        self.local: deque[Message] = deque()
         self.routes: dict[bytes, PeerLike] = {}
         self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
@@ -214,12 +227,19 @@ class RouterStrategy(SocketStrategy):
         self.routes[rid] = peer
         if self.probe:
             peer.out_pipe.put([b""])
+        if self.hello is not None:
+            peer.out_pipe.put([self.hello])
 
     def forget(self, peer: PeerLike) -> None:
-        """Remove ``peer``'s route."""
+        """Remove ``peer``'s route (and say so, with ``disconnect_msg``)."""
         rid = peer.routing_id
         if rid is not None and self.routes.get(rid) is peer:
             del self.routes[rid]
+            if self.farewell is not None:
+                was_empty = not self.local
+                self.local.append([rid, self.farewell])
+                if was_empty:
+                    self.readable()
 
     def disconnected(self, peer: PeerLike) -> None:
         self.forget(peer)
@@ -250,6 +270,8 @@ class RouterStrategy(SocketStrategy):
         return True
 
     def recv(self) -> Message | None:
+        if self.local:
+            return self.local.popleft()
         inbound = self.inbound
         poll = inbound.poll
         while True:
@@ -263,6 +285,8 @@ class RouterStrategy(SocketStrategy):
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Messages taken in per-peer slices, each with its peer's routing id first."""
+        while self.local and len(batch) < limit:
+            batch.append(self.local.popleft())
         inbound = self.inbound
         poll_chunk = inbound.poll_chunk
         room = limit - len(batch)
