@@ -31,12 +31,14 @@ async def test_an_http_exchange_with_a_plain_tcp_client() -> None:
                     assert peer == rid
                     got += data
                 assert got == b"GET / HTTP/1.0\r\n\r\n"
-                await server.send_multipart([rid, b"HTTP/1.0 200 OK\r\n\r\nhello"])
-                await server.send_multipart([rid, b""])  # close it
+                body = b"hello" * 200_000  # 1 MB: more than one write
+                await server.send_multipart([rid, b"HTTP/1.0 200 OK\r\n\r\n"])
+                await server.send_multipart([rid, body])
+                await server.send_multipart([rid, b""])  # close it, once that is written
                 response = b""
                 while chunk := await client.receive_some(65536):
                     response += chunk
-                assert response == b"HTTP/1.0 200 OK\r\n\r\nhello"
+                assert response == b"HTTP/1.0 200 OK\r\n\r\n" + body
                 assert await notice(server) == rid  # and its end is announced
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import trio
 from trio.lowlevel import enable_ki_protection
 
-from ..patterns.sockets.base import Fanout
+from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from .fastpath import BIG_FRAME, encode_big
@@ -177,6 +177,9 @@ class _Batcher:
             elif cls is bytes:
                 # the rest of a message the sending task began to write itself
                 buf += item
+            elif cls is Hangup:
+                used -= 1  # stays at the head: the writer closes once what is before it went
+                break
             else:
                 if cls is Ping and self._actor.ping_written == math.inf:
                     self._actor.ping_written = trio.current_time()  # for the heartbeat task
@@ -212,6 +215,9 @@ async def run_writer(actor: ConnectionActor) -> None:
             peer.writing = True
             for part in batcher.next_parts():
                 await output.write(part)
+            if pipe and pipe.peek().__class__ is Hangup:
+                pipe.popleft()  # a STREAM's [id, b""]: everything before it is written
+                return
             if pipe:
                 # more to write at once: let other tasks run first
                 await output.pause()

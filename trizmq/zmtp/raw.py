@@ -39,8 +39,9 @@ class RawConnection:
     peer_version = (0, 0)
     commands_parsed = 0
     handshake_commands_received = 0
-    #: the same bytes for every connection (and written around big frames)
-    shares_encoding = True
+    #: no ZMTP frames: nothing written around a big frame as plain ZMTP would be (a
+    #: STREAM has no fan-out to share an encoding with anyway)
+    shares_encoding = False
 
     @property
     def mechanism(self) -> Mechanism:

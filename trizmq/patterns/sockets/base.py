@@ -163,6 +163,13 @@ class Fanout:
         self.run = run
 
 
+class Hangup:
+    """Queued after a connection's last message: its writer closes the connection
+    once everything before it is written (a STREAM's ``[id, b""]``)."""
+
+    __slots__ = ()
+
+
 class FanoutRun:
     """The messages of one published batch, queued alike to several peers: a
     connection whose queue holds exactly this run writes it as one buffer, encoded

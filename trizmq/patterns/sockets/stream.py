@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .base import Hangup
 from .reqrep import RouterStrategy
 
 if TYPE_CHECKING:
@@ -54,7 +55,11 @@ class StreamStrategy(RouterStrategy):
             return True
         data = msg[1:]
         if not any(data):
-            self.kick(peer)  # [id, b""] closes the connection
+            # [id, b""] closes the connection, after what was sent before it
+            if peer.out_pipe:
+                peer.out_pipe.put(Hangup())
+            else:
+                self.kick(peer)
             return True
         if peer.out_pipe.full:
             return False  # wait for room: a stream's bytes are not dropped
