@@ -40,11 +40,13 @@ class NotSupportedError(ZMQError):
 
 
 class ZMQOSError(ZMQError, OSError):
-    """What the operating system refused: a bind (address in use), a connect, an
-    unbind or disconnect of an endpoint that is not there. Both ``except
-    trizmq.ZMQError`` and ``except OSError`` catch it, and it carries the errno;
-    where Python has a builtin class for that errno (``FileNotFoundError``,
-    ``ConnectionRefusedError``, ...) the exception is an instance of it too.
+    """What the operating system refused: a bind, a connect, an unbind or a disconnect.
+
+    A bind fails when the address is in use, an unbind or a disconnect when the
+    endpoint is not there. Both ``except trizmq.ZMQError`` and ``except OSError``
+    catch it, and it carries the errno; where Python has a builtin class for that
+    errno (``FileNotFoundError``, ``ConnectionRefusedError``, ...) the exception is
+    an instance of it too.
     """
 
 
@@ -52,8 +54,20 @@ _FOR_BUILTIN: dict[type[OSError], type[ZMQOSError]] = {}
 
 
 def os_error(errno: int | None, message: str, base: type[OSError] | None = None) -> ZMQOSError:
-    """A :class:`ZMQOSError` for ``errno`` (None: unknown) that is also an instance
-    of the builtin ``OSError`` subclass Python gives that errno (or of ``base``)."""
+    """A :class:`ZMQOSError` for ``errno`` that is also the builtin ``OSError`` subclass.
+
+    The exception is also an instance of the builtin ``OSError`` subclass Python
+    gives that errno (or of ``base``); the class made for each builtin is cached.
+
+    Args:
+        errno: The error number, or None if unknown.
+        message: The error message.
+        base: The builtin ``OSError`` subclass to derive from, instead of the one
+            Python gives ``errno``.
+
+    Returns:
+        The exception, not raised.
+    """
     if base is None:
         base = type(OSError(errno, message)) if errno is not None else OSError
     cls: type[ZMQOSError] = ZMQOSError

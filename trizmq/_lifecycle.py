@@ -39,7 +39,21 @@ async def _supervise(task_status: trio.TaskStatus[trio.Nursery]) -> None:
 
 
 class SocketLife:
-    """What every socket has: options, strategy, runtime, endpoints, monitors, close."""
+    """What every socket has: options, strategy, runtime, endpoints, monitors, close.
+
+    The base of :class:`trizmq.Socket`; it makes no socket itself (a subclass sets
+    ``socket_type``).
+
+    Args:
+        **options: keyword options, validated at once (see the options table of
+            docs/getting-started.md: ``bind``, ``connect``, ``sndhwm``, ``linger``,
+            ...); an unknown name raises ``TypeError``, a bad value ``ValueError``.
+
+    Raises:
+        TypeError: for a class without a ``socket_type`` (``trizmq.Socket()``), an
+            unknown option, or an option that does not apply to the socket type.
+        ValueError: for a bad option value.
+    """
 
     #: the ZMTP Socket-Type of the subclass
     socket_type: ClassVar[str] = ""
@@ -80,9 +94,12 @@ class SocketLife:
 
     @property
     def options(self) -> Options:
-        """The socket's options: one attribute per option, named as the constructor's
-        keyword (``sock.options.sndhwm``), validated, defaults filled in. Read-only;
-        change them with :meth:`set_options`."""
+        """The socket's options, validated, read-only.
+
+        One attribute per option, named as the constructor's keyword
+        (``sock.options.sndhwm``), validated, defaults filled in. Read-only; change
+        them with ``set_options()``.
+        """
         return self._options
 
     def set_options(self, **options: object) -> None:
@@ -90,20 +107,31 @@ class SocketLife:
 
         Checked as the constructor checks them: ``TypeError`` for an unknown name
         (with a suggestion), for one that does not apply to this socket type, or for
-        one that cannot change now (``bind``, ``connect``: call :meth:`bind` and
-        :meth:`connect`; ``max_handshakes``); ``ValueError`` naming the option for a
+        one that cannot change now (``bind``, ``connect``: call ``bind()`` and
+        ``connect()``; ``max_handshakes``); ``ValueError`` naming the option for a
         bad value. A queue bound (``sndhwm``, ``rcvhwm``) applies to peers made from
         now on, ``linger`` to the close, the ROUTER/REQ/XPUB/PUB flags and bounds at
         once; ``heartbeat_*``, ``security``, ``maxmsgsize``, ``routing_id``,
         ``ssl_context`` and the other connection options to the connections made
         afterwards; ``reconnect_ivl``/``_max`` and ``immediate`` to endpoints
         connected afterwards, ``backlog`` to later binds. ``subscribe`` (SUB) adds
-        subscriptions, as :meth:`Sub.subscribe` does.
+        subscriptions, as ``Sub.subscribe()`` does.
 
-        >>> pull = trizmq.Pull()
-        >>> pull.set_options(rcvhwm=10, linger=0)
-        >>> pull.options.rcvhwm
-        10
+        Args:
+            **options: the options to change, by their constructor keyword (see the
+                options table of docs/getting-started.md).
+
+        Raises:
+            TypeError: for an unknown option, one that does not apply to the socket
+                type, or one that cannot change now.
+            ValueError: for a bad value (the message names the option).
+
+        Example::
+
+            >>> pull = trizmq.Pull()
+            >>> pull.set_options(rcvhwm=10, linger=0)
+            >>> pull.options.rcvhwm
+            10
         """
         new = changed_options(self.socket_type, self._options, options)
         added = new.subscribe[len(self._options.subscribe) :]
@@ -259,21 +287,66 @@ class SocketLife:
 
     # -- endpoints -----------------------------------------------------------------------
     async def bind(self, endpoint: str) -> str:
-        """Listen on ``endpoint``; return it with a wildcard or 0 port resolved."""
+        """Listen on ``endpoint``; return it with a wildcard or 0 port resolved.
+
+        Args:
+            endpoint: the endpoint to listen on (``tcp://``, ``ipc://``, ``inproc://``,
+                ...); a tcp port 0 lets the system pick one.
+
+        Returns:
+            The endpoint bound, with its wildcard or 0 port resolved.
+
+        Raises:
+            trizmq.EndpointError: for a malformed or unsupported endpoint, or a tcp host
+                name that does not resolve.
+            trizmq.ZMQOSError: when the system refuses the bind (address in use).
+            trio.ClosedResourceError: once the socket is closed.
+            RuntimeError: before the socket is entered.
+        """
         parsed = parse_endpoint(endpoint, for_bind=True)
         return await self._require_runtime().bind(parsed)
 
     async def unbind(self, endpoint: str) -> None:
-        """Stop listening on an endpoint returned by :meth:`bind`."""
+        """Stop listening on an endpoint returned by ``bind()``.
+
+        Args:
+            endpoint: the endpoint as ``bind()`` returned it.
+
+        Raises:
+            trizmq.ZMQOSError: for an endpoint that is not bound (errno ``ENOENT``).
+            trizmq.EndpointError: for a malformed endpoint.
+            trio.ClosedResourceError: once the socket is closed.
+            RuntimeError: before the socket is entered.
+        """
         await self._require_runtime().unbind(str(parse_endpoint(endpoint, for_bind=True)))
 
     async def connect(self, endpoint: str) -> None:
-        """Connect in the background (before or after the peer binds); returns at once."""
+        """Connect in the background (before or after the peer binds); returns at once.
+
+        Args:
+            endpoint: the endpoint to connect to, listening or not yet.
+
+        Raises:
+            trizmq.EndpointError: for a malformed or unsupported endpoint.
+            trizmq.ZMQOSError: for an endpoint already connected (errno ``EISCONN``).
+            trio.ClosedResourceError: once the socket is closed.
+            RuntimeError: before the socket is entered.
+        """
         parsed: Endpoint = parse_endpoint(endpoint, for_bind=False)
         await self._require_runtime().connect(parsed)
 
     async def disconnect(self, endpoint: str) -> None:
-        """Stop connecting to ``endpoint``, dropping its queued messages."""
+        """Stop connecting to ``endpoint``, dropping its queued messages.
+
+        Args:
+            endpoint: an endpoint given to ``connect()``.
+
+        Raises:
+            trizmq.ZMQOSError: for an endpoint that is not connected (errno ``ENOENT``).
+            trizmq.EndpointError: for a malformed endpoint.
+            trio.ClosedResourceError: once the socket is closed.
+            RuntimeError: before the socket is entered.
+        """
         await self._require_runtime().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
 
     # -- monitoring -----------------------------------------------------------------------
@@ -282,6 +355,16 @@ class SocketLife:
 
         See :class:`trizmq.MonitorEvent` and docs/monitor.md for the event types. It ends when the
         socket closes; it keeps at most ``capacity`` unread events.
+
+        Args:
+            capacity: the most unread events the monitor keeps; at least 1.
+
+        Returns:
+            A new :class:`trizmq.Monitor` of this socket.
+
+        Raises:
+            ValueError: for a ``capacity`` below 1.
+            trio.ClosedResourceError: once the socket is closed.
         """
         if self._closing:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
@@ -316,5 +399,3 @@ class SocketLife:
         if self._fast is not None:
             self._fast.waited()
         await self._send_lot.park()
-
-

@@ -36,13 +36,27 @@ __all__ = ["merge"]
 
 
 class merge:  # lower case: used like a function, ``async for sock, frames in merge(a, b)``
-    """An async iterator of ``(socket, frames)``: the messages of ``sockets`` as they
-    arrive, fairly, with nothing buffered and nothing lost to cancellation.
+    """An async iterator of ``(socket, frames)``: the messages of several sockets.
 
-    ``TypeError`` for no socket or a non-socket, :class:`trizmq.NotSupportedError`
-    for a socket that cannot receive (a PUSH, a PUB).
+    The messages of ``sockets`` as they arrive, fairly, with nothing buffered and
+    nothing lost to cancellation: a message is taken from a socket only when the
+    loop asks for the next one, and the sockets are tried in turn from the one after
+    the last that gave. A socket that closes drops out; the iteration ends when none
+    is left.
 
-    ::
+    Args:
+        *sockets: the sockets to receive from, at least one, each once; every one
+            must be able to receive.
+
+    Yields:
+        ``(socket, frames)``: the socket a message came from, and its frames.
+
+    Raises:
+        TypeError: for no socket, a socket given twice, or something that is not a
+            trizmq socket.
+        trizmq.NotSupportedError: for a socket that cannot receive (a PUSH, a PUB).
+
+    Example::
 
         async with trizmq.Pull(bind=...) as jobs, trizmq.Sub(connect=..., subscribe=b"") as control:
             async for sock, frames in trizmq.merge(jobs, control):

@@ -53,52 +53,102 @@ __all__ = [
 
 @attrs.frozen
 class MonitorEvent:
-    """Base of every monitor event: the local endpoint it concerns."""
+    """Base of every monitor event: the local endpoint it concerns.
+
+    Events are frozen (immutable and hashable) and compare by value; each argument
+    below is kept as the attribute of the same name, in every subclass too.
+
+    Args:
+        endpoint: The local endpoint concerned, as bound (port resolved) or as
+            connected, e.g. ``"tcp://127.0.0.1:5555"``.
+    """
 
     endpoint: str
 
 
 @attrs.frozen
 class Listening(MonitorEvent):
-    """A bind succeeded; ``endpoint`` is the resolved one."""
+    """A bind succeeded; ``endpoint`` is the resolved one.
+
+    Args:
+        endpoint: The bound endpoint, with a port of ``0`` or ``*`` resolved to the
+            port actually taken.
+    """
 
 
 @attrs.frozen
 class BindFailed(MonitorEvent):
-    """A bind failed."""
+    """A bind failed (the ``bind`` call raises too).
+
+    Args:
+        endpoint: The endpoint that could not be bound.
+        reason: Why, as a human-readable text (the operating system's error), not a
+            stable error code.
+    """
 
     reason: str
 
 
 @attrs.frozen
 class Accepted(MonitorEvent):
-    """A connection was accepted from ``address``."""
+    """A connection was accepted from ``address``; the handshake follows.
+
+    Args:
+        endpoint: The bound endpoint that accepted the connection.
+        address: The remote peer's address, e.g. ``"127.0.0.1:40550"``.
+    """
 
     address: str
 
 
 @attrs.frozen
 class Connected(MonitorEvent):
-    """A connecter's transport connection is up (the handshake follows)."""
+    """A connecter's transport connection is up (the handshake follows).
+
+    Args:
+        endpoint: The endpoint connected to.
+    """
 
 
 @attrs.frozen
 class ConnectDelayed(MonitorEvent):
-    """A connect attempt failed; the connecter will try again."""
+    """A connect attempt failed; the connecter will try again.
+
+    A :class:`ConnectRetried` with the wait before the next attempt follows.
+
+    Args:
+        endpoint: The endpoint the attempt was made to.
+        reason: Why it failed (refused, unreachable, ...), as a human-readable text,
+            not a stable error code.
+    """
 
     reason: str
 
 
 @attrs.frozen
 class ConnectRetried(MonitorEvent):
-    """The next connect attempt starts after ``interval`` seconds."""
+    """The next connect attempt starts after ``interval`` seconds.
+
+    Emitted after a failed attempt or a lost connection.
+
+    Args:
+        endpoint: The endpoint that will be connected to again.
+        interval: Seconds until the next attempt, back-off and jitter included.
+    """
 
     interval: float
 
 
 @attrs.frozen
 class HandshakeSucceeded(MonitorEvent):
-    """The ZMTP handshake completed with a peer of ``peer_type``."""
+    """The ZMTP handshake completed with a peer of ``peer_type``.
+
+    Args:
+        endpoint: The local endpoint of the connection (bound or connected to).
+        address: The remote peer's address (``"127.0.0.1:40550"``) on the accepting
+            side; ``""`` on the connecting side, where ``endpoint`` names the peer.
+        peer_type: The peer's socket type, e.g. ``"PULL"``.
+    """
 
     address: str
     peer_type: str
@@ -106,7 +156,17 @@ class HandshakeSucceeded(MonitorEvent):
 
 @attrs.frozen
 class HandshakeFailed(MonitorEvent):
-    """The handshake was refused or timed out."""
+    """The handshake was refused or timed out.
+
+    Also emitted when the peer left during the handshake, or when the connection was
+    evicted by a newer one because every ``max_handshakes`` slot was taken.
+
+    Args:
+        endpoint: The local endpoint of the connection (bound or connected to).
+        address: The remote peer's address on the accepting side; ``""`` on the
+            connecting side.
+        reason: Why, as a human-readable text, not a stable error code.
+    """
 
     address: str
     reason: str
@@ -114,18 +174,47 @@ class HandshakeFailed(MonitorEvent):
 
 @attrs.frozen
 class Disconnected(MonitorEvent):
-    """A handshaken connection ended."""
+    """A handshaken connection ended.
+
+    A connection whose handshake had succeeded ended: the peer closed it, a
+    heartbeat timed out or the peer broke the protocol. Connections dropped because
+    the socket itself is closing are not reported.
+
+    Args:
+        endpoint: The local endpoint of the connection (bound or connected to).
+        address: The remote peer's address on the accepting side; ``""`` on the
+            connecting side.
+    """
 
     address: str
 
 
 @attrs.frozen
 class Closed(MonitorEvent):
-    """A listener closed."""
+    """A listener closed (an ``unbind``, or the socket's close).
+
+    Args:
+        endpoint: The bound endpoint that closed.
+    """
 
 
 class Monitor:
-    """An async iterator over one socket's events; see the module docstring."""
+    """An async iterator over one socket's events; see the module docstring.
+
+    Made by ``sock.monitor()``, not directly. A monitor sees the events emitted after
+    its creation, in order. It holds at most ``capacity`` unread events: when it is
+    full, newer events are dropped (never older ones) and counted in ``dropped``, so
+    emitting never waits. Iteration ends, without error, when the socket closes
+    (after the events already queued) or when the monitor is closed. Used as an
+    async context manager it closes on the way out.
+
+    Args:
+        capacity: The most unread events held; at least 1.
+        detach: Called with the monitor when it is closed (the socket forgets it).
+
+    Raises:
+        ValueError: If ``capacity`` is below 1.
+    """
 
     def __init__(self, capacity: int, detach: Callable[[Monitor], None]) -> None:
         if capacity < 1:
@@ -139,7 +228,14 @@ class Monitor:
         self._detach = detach
 
     def emit(self, event: MonitorEvent) -> None:
-        """Queue ``event`` (the runtime calls this)."""
+        """Queue ``event`` (the runtime calls this).
+
+        Does nothing once the monitor is closed; when ``capacity`` events are already
+        waiting, the event is dropped and counted in ``dropped``. Never waits.
+
+        Args:
+            event: The event to queue.
+        """
         if self._closed:
             return
         if len(self._events) >= self.capacity:
@@ -183,7 +279,17 @@ class Monitor:
         return self._events.popleft()
 
     async def next_event(self) -> MonitorEvent:
-        """The next event; ``trio.EndOfChannel`` once the monitor is finished."""
+        """The next event; ``trio.EndOfChannel`` once the monitor is finished.
+
+        Waits until an event is queued.
+
+        Returns:
+            The oldest unread event.
+
+        Raises:
+            trio.EndOfChannel: When the monitor is closed (or its socket is) and every
+                queued event has been read.
+        """
         try:
             return await self.__anext__()
         except StopAsyncIteration:

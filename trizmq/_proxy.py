@@ -212,10 +212,21 @@ async def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None
 
     Each direction where the source can receive and the destination can send is
     forwarded (XSub/XPub: messages down, subscriptions up; Router/Dealer: both
-    ways; Pull/Push: one way). Every forwarded message is also sent to ``capture``,
-    without waiting: a copy the capture cannot take at once is dropped. Returns
-    when one of the sockets is closed. Raises ``ValueError`` when nothing can be
-    forwarded (two Push sockets) or the capture cannot send.
+    ways; Pull/Push: one way), one task per direction; back-pressure holds, as a
+    forwarder waits when its destination is full. Every forwarded message is also
+    sent to ``capture``, without waiting: a copy the capture cannot take at once is
+    dropped. Returns when one of the sockets is closed.
+
+    Args:
+        frontend: An entered socket; what it receives is sent on ``backend``.
+        backend: An entered socket; what it receives is sent on ``frontend``.
+        capture: An entered socket that gets a copy of every forwarded message
+            (multipart, as forwarded), or None.
+
+    Raises:
+        ValueError: When nothing can be forwarded (two Push sockets), the capture
+            cannot send, or a socket is a Radio, Dish, Server or Peer (their group or
+            routing id travels outside the frames). Raised before anything runs.
     """
     await _run(frontend, backend, capture, ProxyStatistics(), None, None)
 
@@ -234,11 +245,25 @@ async def proxy_steerable(
     replies with eight frames, each a uint64 in native byte order
     (``struct.pack("=Q", n)``, as libzmq): frontend messages received, frontend
     bytes received, frontend messages sent, frontend bytes sent, then the same
-    four for the backend. When ``control`` can send, every other command, an
-    unknown one included, is answered with one empty frame, as libzmq 4.3.5 does,
-    so a REP control socket stays in step; a control socket that cannot send (SUB)
-    gets no replies. An unknown command is logged on the ``trizmq`` logger and
-    ignored. Raises ``ValueError`` when ``control`` cannot receive.
+    four for the backend (a multipart message counts once, its bytes are the sum of
+    its frames). When ``control`` can send, every other command, an unknown one
+    included, is answered with one empty frame, as libzmq 4.3.5 does, so a REP
+    control socket stays in step; a control socket that cannot send (SUB) gets no
+    replies. An unknown command is logged on the ``trizmq`` logger and ignored.
+    Like :func:`proxy`, it also returns when one of the sockets (``control``
+    included) is closed.
+
+    Args:
+        frontend: An entered socket; what it receives is sent on ``backend``.
+        backend: An entered socket; what it receives is sent on ``frontend``.
+        capture: An entered socket that gets a copy of every forwarded message, or
+            None.
+        control: An entered socket that receives the commands (keyword only), such
+            as a Rep, a Pair or a Sub.
+
+    Raises:
+        ValueError: When ``control`` cannot receive, or for the reasons
+            :func:`proxy` gives.
     """
     if not control._strategy.can_recv:
         raise ValueError(f"proxy_steerable: a {control.socket_type} control socket cannot receive")

@@ -74,7 +74,21 @@ def _password(value: bytes | str) -> bytes:
 
 @attrs.frozen(slots=True)
 class CurveServer:
-    """CURVE, server side: ``CurveServer(secret_key=...)``; the public key is derived."""
+    """CURVE, server side: ``CurveServer(secret_key=...)``; the public key is derived.
+
+    One object may serve many connections: they share a rotating cookie secret, so
+    the server keeps no per-client key material before a client's INITIATE. Which
+    clients are admitted is decided by the :class:`~trizmq.Authenticator` serving the
+    ``trio.run``; without one, any client that knows the server's public key is.
+
+    Args:
+        secret_key: The server's long-term secret key, as 32 raw bytes or 40 Z85
+            characters (``bytes`` or ``str``); stored raw, never shown in ``repr``.
+
+    Raises:
+        TypeError: If ``secret_key`` is neither ``bytes`` nor ``str``.
+        ValueError: If ``secret_key`` is not 32 raw bytes or 40 valid Z85 characters.
+    """
 
     secret_key: bytes = attrs.field(converter=_secret_key, repr=False, kw_only=True)
     _cookie_keys: CookieKeys = attrs.field(
@@ -83,17 +97,40 @@ class CurveServer:
 
     @property
     def public_key(self) -> bytes:
-        """The server's public key in Z85 (what clients pass as ``server_key``)."""
+        """The server's public key in Z85 (what clients pass as ``server_key``).
+
+        40 bytes of Z85, derived from ``secret_key``.
+        """
         return curve_public(self.secret_key)
 
     def mechanism(self) -> Mechanism:
-        """A fresh CURVE server mechanism for one connection."""
+        """A fresh CURVE server mechanism for one connection.
+
+        The runtime calls this once per connection.
+
+        Returns:
+            A new sans-I/O CURVE server mechanism sharing this object's cookie secret.
+        """
         return CurveServerMechanism(self.secret_key, cookie_keys=self._cookie_keys)
 
 
 @attrs.frozen(slots=True)
 class CurveClient:
-    """CURVE, client side: the server's public key and the client's own key pair."""
+    """CURVE, client side: the server's public key and the client's own key pair.
+
+    Each key is 32 raw bytes or 40 Z85 characters (``bytes`` or ``str``) and is
+    stored raw; ``secret_key`` never appears in ``repr``.
+
+    Args:
+        server_key: The server's long-term public key (``CurveServer.public_key``).
+        public_key: The client's long-term public key.
+        secret_key: The client's long-term secret key.
+
+    Raises:
+        TypeError: If a key is neither ``bytes`` nor ``str``.
+        ValueError: If a key is not 32 raw bytes or 40 valid Z85 characters, or if
+            ``public_key`` is not the public key of ``secret_key``.
+    """
 
     server_key: bytes = attrs.field(converter=_server_key, kw_only=True)
     public_key: bytes = attrs.field(converter=_public_key, kw_only=True)
@@ -104,28 +141,57 @@ class CurveClient:
             raise ValueError("public_key is not the public key of secret_key")
 
     def mechanism(self) -> Mechanism:
-        """A fresh CURVE client mechanism for one connection."""
+        """A fresh CURVE client mechanism for one connection.
+
+        Returns:
+            A new sans-I/O CURVE client mechanism with this object's keys.
+        """
         return CurveClientMechanism(self.server_key, self.public_key, self.secret_key)
 
 
 @attrs.frozen(slots=True)
 class PlainServer:
-    """PLAIN, server side: credentials are checked by the ZAP authenticator."""
+    """PLAIN, server side: credentials are checked by the ZAP authenticator.
+
+    Takes no arguments. Without an :class:`~trizmq.Authenticator` serving the
+    ``trio.run`` every PLAIN client is refused, as in libzmq.
+    """
 
     def mechanism(self) -> Mechanism:
-        """A fresh PLAIN server mechanism for one connection."""
+        """A fresh PLAIN server mechanism for one connection.
+
+        Returns:
+            A new sans-I/O PLAIN server mechanism.
+        """
         return PlainServerMechanism()
 
 
 @attrs.frozen(slots=True)
 class PlainClient:
-    """PLAIN, client side: ``PlainClient(username=..., password=...)``."""
+    """PLAIN, client side: ``PlainClient(username=..., password=...)``.
+
+    PLAIN sends the credentials in clear text: use it on trusted networks only.
+
+    Args:
+        username: The user name, ``bytes`` or ``str`` (encoded as UTF-8), at most
+            255 bytes.
+        password: The password, ``bytes`` or ``str`` (encoded as UTF-8), at most
+            255 bytes; never shown in ``repr``.
+
+    Raises:
+        TypeError: If ``username`` or ``password`` is neither ``bytes`` nor ``str``.
+        ValueError: If ``username`` or ``password`` is over 255 bytes.
+    """
 
     username: bytes = attrs.field(converter=_username, kw_only=True)
     password: bytes = attrs.field(converter=_password, repr=False, kw_only=True)
 
     def mechanism(self) -> Mechanism:
-        """A fresh PLAIN client mechanism for one connection."""
+        """A fresh PLAIN client mechanism for one connection.
+
+        Returns:
+            A new sans-I/O PLAIN client mechanism with these credentials.
+        """
         return PlainClientMechanism(self.username, self.password)
 
 

@@ -67,7 +67,34 @@ def _frame(data: object) -> bytes:
 
 
 class Socket(SocketLife):
-    """Base class of every socket type; use a subclass such as :class:`trizmq.Push`."""
+    """Base class of every socket type; use a subclass such as :class:`trizmq.Push`.
+
+    ``trizmq.Socket()`` itself makes no socket (``TypeError``). A socket is an async
+    context manager, entered once: entering opens the nursery that owns every task
+    the socket runs and applies ``bind=`` then ``connect=``; leaving flushes for up to
+    ``linger`` seconds and closes it (at once when the body raised or was cancelled).
+
+    Every send and receive has an awaiting form and a ``_nowait`` twin that raises
+    ``trio.WouldBlock`` where the awaiting form would wait. Sending on a type that
+    cannot send, or receiving on one that cannot receive, raises
+    :class:`trizmq.NotSupportedError`; every operation after the close raises
+    ``trio.ClosedResourceError``; a send or receive before the socket is entered
+    raises ``RuntimeError``, as does one from another ``trio.run`` than the one it
+    was entered in, once that run has closed it. ``async for frames in sock`` gives
+    whole messages and ends quietly when the socket closes.
+
+    Args:
+        **options: keyword options, validated at once (see the options table of
+            docs/getting-started.md: ``bind``, ``connect``, ``sndhwm``, ``rcvhwm``,
+            ``linger``, ``heartbeat_ivl``, ``security``, ...); an unknown name, or one
+            that does not apply to the type, raises ``TypeError``, a bad value
+            ``ValueError`` (:class:`trizmq.EndpointError` for a bad endpoint).
+
+    Raises:
+        TypeError: for ``Socket()`` itself, an unknown option, or an option that does
+            not apply to the socket type.
+        ValueError: for a bad option value.
+    """
 
     def __init__(self, **options: object) -> None:
         super().__init__(**options)
@@ -128,15 +155,62 @@ class Socket(SocketLife):
             await self._yield_turn()
 
     def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
-        """Send a whole message or raise ``trio.WouldBlock``."""
+        """Send a whole message, or raise ``trio.WouldBlock`` where it would wait.
+
+        Nothing of the message is queued when it raises.
+
+        Args:
+            frames: the frames of the message, each bytes-like (``bytes``,
+                ``bytearray`` or ``memoryview``; the last two are copied).
+
+        Raises:
+            trio.WouldBlock: where :meth:`send_multipart` would wait.
+            ValueError: for a message of no frames.
+            TypeError: for a frame that is not bytes-like (a ``str``, say).
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         self._send_raw_nowait(self._prepare(frames))
 
     async def send_multipart(self, frames: Iterable[Buffer]) -> None:
-        """Send a whole message; waits where the pattern says (no peer, or all full)."""
+        """Send a whole message; waits where the pattern says (no peer, or all full).
+
+        The message goes out whole or not at all: a cancelled call sends nothing of it.
+
+        Args:
+            frames: the frames of the message, each bytes-like (``bytes``,
+                ``bytearray`` or ``memoryview``; the last two are copied).
+
+        Raises:
+            ValueError: for a message of no frames.
+            TypeError: for a frame that is not bytes-like (a ``str``, say).
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         await self._send_raw(self._prepare(frames))
 
     def send_nowait(self, data: Buffer, *, more: bool = False) -> None:
-        """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then)."""
+        """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then).
+
+        When it raises, the frames kept earlier with ``more=True`` stay kept, so the
+        same call may be tried again. A call with ``more=True`` never waits, so never
+        raises ``trio.WouldBlock``.
+
+        Args:
+            data: the frame, bytes-like (``bytes``, ``bytearray`` or ``memoryview``;
+                the last two are copied).
+            more: True to keep the frame for the message under construction, which
+                goes out with the first frame sent with ``more=False``.
+
+        Raises:
+            trio.WouldBlock: where :meth:`send` would wait.
+            TypeError: for a frame that is not bytes-like (a ``str``, say).
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         frame = _frame(data)
         if more:
             self._check_send()
@@ -146,7 +220,24 @@ class Socket(SocketLife):
         self._outgoing = []
 
     async def send(self, data: Buffer, *, more: bool = False) -> None:
-        """Send one frame; ``more=True`` continues a multipart message (sent atomically)."""
+        """Send one frame; ``more=True`` continues a multipart message (sent atomically).
+
+        A frame sent with ``more=True`` is kept; the message goes out, whole, with the
+        first frame sent with ``more=False``. A cancelled last ``send`` of a message
+        sends nothing of it, and the frames kept for it are dropped.
+
+        Args:
+            data: the frame, bytes-like (``bytes``, ``bytearray`` or ``memoryview``;
+                the last two are copied).
+            more: True to keep the frame for the message under construction; False
+                (the default) to send the message with this frame as its last.
+
+        Raises:
+            TypeError: for a frame that is not bytes-like (a ``str``, say).
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         frame = data if data.__class__ is bytes else _frame(data)
         if more:
             self._check_send()
@@ -190,6 +281,20 @@ class Socket(SocketLife):
         scheduler once at the end: the batch form of the fast path. If it is
         cancelled while waiting, the messages before the one that waited were sent
         and that one and the rest were not.
+
+        Args:
+            messages: the messages, each an iterable of bytes-like frames.
+
+        Returns:
+            The number of messages sent, which is all of those given.
+
+        Raises:
+            ValueError: for a message of no frames, after the messages before it were
+                sent.
+            TypeError: for a frame that is not bytes-like, likewise.
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
         """
         await _checkpoint_if_cancelled()
         count = 0
@@ -283,7 +388,17 @@ class Socket(SocketLife):
         return Message(raw)
 
     def recv_multipart_nowait(self) -> list[bytes]:
-        """Receive a whole message or raise ``trio.WouldBlock``."""
+        """Receive a whole message or raise ``trio.WouldBlock``.
+
+        Returns:
+            The frames of the message (the rest of one, if :meth:`recv` started it).
+
+        Raises:
+            trio.WouldBlock: where :meth:`recv_multipart` would wait.
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         if self._incoming:
             rest = list(self._incoming)
             self._incoming.clear()
@@ -291,14 +406,33 @@ class Socket(SocketLife):
         return self._frames_of(self._recv_raw_nowait())
 
     async def recv_multipart(self) -> list[bytes]:
-        """Receive a whole message (the rest of one, if :meth:`recv` started it)."""
+        """Receive a whole message (the rest of one, if :meth:`recv` started it).
+
+        Returns:
+            The frames of the message, as a list of ``bytes``.
+
+        Raises:
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         if self._incoming:
             await trio.lowlevel.checkpoint()
             return self.recv_multipart_nowait()
         return self._frames_of(await self._recv_raw())
 
     def recv_nowait(self) -> bytes:
-        """Receive one frame or raise ``trio.WouldBlock``."""
+        """Receive one frame or raise ``trio.WouldBlock``.
+
+        Returns:
+            The next frame; :attr:`rcvmore` tells whether the message goes on.
+
+        Raises:
+            trio.WouldBlock: where :meth:`recv` would wait.
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         if self._incoming:
             return self._incoming.popleft()
         msg = self.recv_multipart_nowait()
@@ -307,7 +441,17 @@ class Socket(SocketLife):
         return msg[0]
 
     async def recv(self) -> bytes:
-        """Receive one frame; :attr:`rcvmore` tells whether the message goes on."""
+        """Receive one frame; :attr:`rcvmore` tells whether the message goes on.
+
+        Returns:
+            The next frame, the first of a new message or the next of the message
+            being read.
+
+        Raises:
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         if self._incoming:
             await trio.lowlevel.checkpoint()
         else:
@@ -342,6 +486,20 @@ class Socket(SocketLife):
         """Wait for one whole message, then take up to ``max_messages`` already queued.
 
         The batch form of :meth:`recv_multipart`: one wake-up for many messages.
+
+        Args:
+            max_messages: the most messages to return, an ``int`` of at least 1.
+
+        Returns:
+            The messages, each a list of frames, in the order received; at least one
+            and at most ``max_messages``.
+
+        Raises:
+            TypeError: if ``max_messages`` is not an ``int``.
+            ValueError: if ``max_messages`` is below 1.
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
         """
         if isinstance(max_messages, bool) or not isinstance(max_messages, int):
             raise TypeError(f"max_messages must be an int, not {max_messages!r}")
@@ -363,48 +521,169 @@ class Socket(SocketLife):
         return bool(self._incoming)
 
     async def recv_message(self) -> Message:
-        """Receive a whole message with its metadata (group, routing id)."""
+        """Receive a whole message with its metadata (group, routing id).
+
+        Returns:
+            The message as a :class:`trizmq.Message`, its frames with ``group`` set
+            on a DISH and ``routing_id`` on a SERVER or PEER (None otherwise). The
+            rest of a message that :meth:`recv` started comes without metadata.
+
+        Raises:
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         if self._incoming:
             return Message(await self.recv_multipart())
         return self._message_of(await self._recv_raw())
 
     # -- text and JSON (pyzmq's helpers, the same wire form) ------------------------------
     async def send_string(self, text: str, encoding: str = "utf-8", **kwargs: Any) -> None:
-        """Send ``text`` as one frame, encoded (UTF-8 by default), as pyzmq's
-        ``send_string``; ``kwargs`` go to :meth:`send` (``group=`` on a Radio,
-        ``routing_id=`` on a Server). ``TypeError`` for anything but a ``str``."""
+        """Send ``text`` as one frame, encoded (UTF-8 by default), as pyzmq's ``send_string``.
+
+        Args:
+            text: the text to send; only a ``str``.
+            encoding: the codec that encodes it.
+            **kwargs: passed to :meth:`send` (``more=``; ``group=`` on a Radio,
+                ``routing_id=`` on a Server).
+
+        Raises:
+            TypeError: for anything but a ``str``.
+            UnicodeEncodeError: for text that ``encoding`` cannot encode (a
+                ``ValueError``).
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         await self.send(_encoded(text, encoding), **kwargs)
 
     def send_string_nowait(self, text: str, encoding: str = "utf-8", **kwargs: Any) -> None:
-        """:meth:`send_string`, or ``trio.WouldBlock`` (nothing is queued then)."""
+        """:meth:`send_string`, or ``trio.WouldBlock`` (nothing is queued then).
+
+        Args:
+            text: the text to send; only a ``str``.
+            encoding: the codec that encodes it.
+            **kwargs: passed to :meth:`send_nowait` (``more=``; ``group=`` on a Radio,
+                ``routing_id=`` on a Server).
+
+        Raises:
+            trio.WouldBlock: where :meth:`send_string` would wait.
+            TypeError: for anything but a ``str``.
+            UnicodeEncodeError: for text that ``encoding`` cannot encode (a
+                ``ValueError``).
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         self.send_nowait(_encoded(text, encoding), **kwargs)
 
     async def recv_string(self, encoding: str = "utf-8") -> str:
-        """Receive one frame and decode it (UTF-8 by default); ``UnicodeDecodeError``
-        (a ``ValueError``) for bytes that are not in ``encoding``, the frame consumed."""
+        """Receive one frame and decode it (UTF-8 by default), as pyzmq's ``recv_string``.
+
+        Args:
+            encoding: the codec that decodes the frame.
+
+        Returns:
+            The decoded text.
+
+        Raises:
+            UnicodeDecodeError: for bytes that are not in ``encoding`` (a
+                ``ValueError``); the frame is consumed all the same.
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         return (await self.recv()).decode(encoding)
 
     def recv_string_nowait(self, encoding: str = "utf-8") -> str:
-        """:meth:`recv_string`, or ``trio.WouldBlock``."""
+        """:meth:`recv_string`, or ``trio.WouldBlock``.
+
+        Args:
+            encoding: the codec that decodes the frame.
+
+        Returns:
+            The decoded text.
+
+        Raises:
+            trio.WouldBlock: where :meth:`recv_string` would wait.
+            UnicodeDecodeError: for bytes that are not in ``encoding`` (a
+                ``ValueError``); the frame is consumed all the same.
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         return self.recv_nowait().decode(encoding)
 
     async def send_json(self, obj: object, **kwargs: Any) -> None:
-        """Send ``obj`` as one frame of UTF-8 JSON (``json.dumps``), what pyzmq's
-        ``send_json`` sends, so either end may be pyzmq; ``kwargs`` go to
-        :meth:`send`. ``TypeError`` for an object JSON cannot hold."""
+        """Send ``obj`` as one frame of UTF-8 JSON (``json.dumps``).
+
+        That is what pyzmq's ``send_json`` sends, so either end may be pyzmq.
+
+        Args:
+            obj: the object to send: what ``json.dumps`` accepts.
+            **kwargs: passed to :meth:`send` (``more=``; ``group=`` on a Radio,
+                ``routing_id=`` on a Server).
+
+        Raises:
+            TypeError: for an object JSON cannot hold.
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+
+        Example::
+
+            async with trizmq.Req(connect="tcp://127.0.0.1:5555") as req:
+                await req.send_json({"job": 42})
+                reply = await req.recv_json()
+        """
         await self.send(_json(obj), **kwargs)
 
     def send_json_nowait(self, obj: object, **kwargs: Any) -> None:
-        """:meth:`send_json`, or ``trio.WouldBlock``."""
+        """:meth:`send_json`, or ``trio.WouldBlock`` (nothing is queued then).
+
+        Args:
+            obj: the object to send: what ``json.dumps`` accepts.
+            **kwargs: passed to :meth:`send_nowait` (``more=``; ``group=`` on a Radio,
+                ``routing_id=`` on a Server).
+
+        Raises:
+            trio.WouldBlock: where :meth:`send_json` would wait.
+            TypeError: for an object JSON cannot hold.
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
+            RuntimeError: before the socket is entered.
+        """
         self.send_nowait(_json(obj), **kwargs)
 
     async def recv_json(self) -> Any:
-        """Receive one frame of JSON and return the object (``json.loads``);
-        ``ValueError`` (``json.JSONDecodeError``) for a frame that is not JSON."""
+        """Receive one frame of JSON and return the object (``json.loads``).
+
+        Returns:
+            The decoded object.
+
+        Raises:
+            ValueError: for a frame that is not JSON (``json.JSONDecodeError``); the
+                frame is consumed all the same.
+            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         return json.loads(await self.recv())
 
     def recv_json_nowait(self) -> Any:
-        """:meth:`recv_json`, or ``trio.WouldBlock``."""
+        """:meth:`recv_json`, or ``trio.WouldBlock``.
+
+        Returns:
+            The decoded object.
+
+        Raises:
+            trio.WouldBlock: where :meth:`recv_json` would wait.
+            ValueError: for a frame that is not JSON (``json.JSONDecodeError``); the
+                frame is consumed all the same.
+            trio.ClosedResourceError: once the socket is closed.
+            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
+            RuntimeError: before the socket is entered.
+        """
         return json.loads(self.recv_nowait())
 
     def __aiter__(self) -> Socket:
@@ -423,6 +702,13 @@ class Socket(SocketLife):
         peer queues (outgoing: not yet written; incoming: not yet read);
         ``receivers_waiting`` and ``senders_waiting`` the tasks (and threads) parked
         in a receive or a send.
+
+        Returns:
+            A new ``dict`` of counters and lists, by name. Always ``peers``,
+            ``receivers_waiting`` and ``senders_waiting``; once the socket is entered,
+            ``bound``, ``connected``, ``live_peers``, ``queued_out`` and ``queued_in``;
+            and the type's own (``dropped`` and ``subscriptions`` on a PUB, the
+            datagram counters of a RADIO or DISH, ...).
         """
         stats: dict[str, Any] = dict(self._strategy.statistics())
         fast = self._fast

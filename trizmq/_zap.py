@@ -129,7 +129,48 @@ def _bytes(value: bytes | str) -> bytes:
 
 
 class Authenticator:
-    """Serves ZAP for the sockets of the current ``trio.run``; see the module docstring."""
+    """Serves ZAP for the sockets of the current ``trio.run``; see the module docstring.
+
+    Entered with ``async with``, it decides who may connect to every server socket
+    (PLAIN, CURVE, and NULL with a ``zap_domain``) of the ``trio.run``, sockets opened
+    before it included. The address lists are checked first, then the credentials.
+    A custom policy overrides :meth:`authenticate`. ``admitted`` and ``refused``
+    count the requests answered.
+
+    Args:
+        passwords: PLAIN user names mapped to passwords (``bytes`` or ``str``); without
+            it every PLAIN client is refused. The user id is the user name.
+        curve_keys: The admitted CURVE client public keys, each 40 Z85 characters or 32
+            raw bytes. With neither this nor ``curve_directory``, any key is admitted.
+            The user id is the key in Z85.
+        allow: The only client addresses admitted: IP addresses or networks
+            (``"10.0.0.0/8"``). A client with no IP address (ipc) is then refused.
+        deny: Client addresses refused: IP addresses or networks.
+        domain: If given, the only ZAP domain answered; requests for others are
+            refused.
+        curve_directory: A directory of public certificates (``*.key``, as
+            ``trizmq.auth.create_certificates`` writes) whose keys are admitted
+            too, re-read when the directory changes.
+
+    Raises:
+        TypeError: If a key of ``curve_keys`` is neither ``bytes`` nor ``str``.
+        ValueError: If a key of ``curve_keys`` is not 32 raw bytes or 40 valid Z85
+            characters, an entry of ``allow`` or ``deny`` is not an IP address or
+            network, or ``curve_directory`` is not a directory.
+        RuntimeError: On entering, if another authenticator already serves this
+            ``trio.run``.
+
+    Example::
+
+        server_public, server_secret = trizmq.curve_keypair()
+        client_public, client_secret = trizmq.curve_keypair()
+        async with (
+            trizmq.Authenticator(curve_keys=[client_public], allow=["127.0.0.1"]),
+            trizmq.Rep(security=trizmq.CurveServer(secret_key=server_secret)) as server,
+        ):
+            await server.bind("tcp://127.0.0.1:5555")
+            ...  # only the holder of client_secret, from 127.0.0.1, gets through
+    """
 
     def __init__(
         self,
@@ -182,7 +223,20 @@ class Authenticator:
             _CURRENT.set(None)
 
     async def handle(self, frames: list[bytes]) -> list[bytes]:
-        """Answer one RFC 27 request (frames) with RFC 27 reply frames."""
+        """Answer one RFC 27 request (frames) with RFC 27 reply frames.
+
+        The runtime calls this for each handshake. A malformed request is answered
+        with status 500; a policy that raises or answers nonsense refuses with 500
+        and is logged.
+
+        Args:
+            frames: The request: version ``1.0``, request id, domain, address,
+                identity, mechanism, then the credentials (without a REQ envelope).
+
+        Returns:
+            The reply frames, namely version, request id, status code, status
+            text, user id and the encoded metadata.
+        """
         try:
             request = ZapRequestFrames.parse(frames)
         except ValueError:
@@ -240,7 +294,21 @@ class Authenticator:
         """(status code, status text, user id, metadata) for one request.
 
         Override freely, as a plain method (run in a worker thread) or ``async def``
-        (run in the handshake's task); see the module docstring.
+        (run in the handshake's task); see the module docstring. The built-in rules
+        check the domain, then the address lists, then the credentials of NULL,
+        PLAIN or CURVE.
+
+        Args:
+            request: The parsed request, with the attributes ``request_id``,
+                ``domain``, ``address``, ``identity``, ``mechanism`` (``"NULL"``,
+                ``"PLAIN"`` or ``"CURVE"``) and ``credentials`` (PLAIN: user name and
+                password; CURVE: the client's 32-byte public key).
+
+        Returns:
+            The verdict ``(code, text, user_id, metadata)``, with the status code
+            and text as ``str`` (``"200"`` admits; any other code refuses, ``"400"``
+            for bad credentials, ``"500"`` for an error), the user id as ``bytes``,
+            and the metadata as a ``dict`` of ``str`` to ``bytes``.
         """
         if self.domain is not None and request.domain != self.domain:
             return "400", "unknown domain", b"", {}
@@ -269,8 +337,15 @@ class Authenticator:
         return "500", f"unsupported mechanism {request.mechanism}", b"", {}
 
     def curve_key_admitted(self, key: bytes) -> bool:
-        """Whether the client key (32 raw bytes) is admitted: any key when neither
-        ``curve_keys`` nor ``curve_directory`` is given, else one of them lists it."""
+        """Whether the client key (32 raw bytes) is admitted.
+
+        Args:
+            key: The client's long-term public key, 32 raw bytes.
+
+        Returns:
+            True for any key when neither ``curve_keys`` nor ``curve_directory`` is
+            given, else whether one of them lists it.
+        """
         if self.curve_keys is None and self.curve_directory is None:
             return True
         if self.curve_keys is not None and key in self.curve_keys:
@@ -278,9 +353,16 @@ class Authenticator:
         return self.curve_directory is not None and key in self.directory_keys()
 
     def directory_keys(self) -> frozenset[bytes]:
-        """The keys of ``curve_directory``'s certificates, re-read when the directory
-        changes (a certificate added, removed or renamed over: its modification time
-        moves). A malformed certificate is logged and left out."""
+        """The keys of ``curve_directory``'s certificates, re-read when it changes.
+
+        The directory is re-read when it changes (a certificate added, removed or
+        renamed over: its modification time moves). A malformed certificate is
+        logged and left out; a directory that cannot be read is logged and gives no
+        keys.
+
+        Returns:
+            The public keys as 32 raw bytes each; empty without ``curve_directory``.
+        """
         directory = self.curve_directory
         if directory is None:
             return frozenset()
@@ -302,7 +384,16 @@ class Authenticator:
         return self._directory_keys
 
     def check_address(self, address: str) -> str:
-        """Why ``address`` is refused by the lists, or "" if it is not."""
+        """Why ``address`` is refused by the lists, or "" if it is not.
+
+        Args:
+            address: The client's IP address (``"127.0.0.1"``), or any other text
+                for a client without one (ipc).
+
+        Returns:
+            ``"address denied"`` or ``"address not allowed"``, or ``""`` if the
+            ``allow`` and ``deny`` lists admit it.
+        """
         if self.allow is None and self.deny is None:
             return ""
         try:
@@ -329,6 +420,4 @@ def _checked(verdict: object) -> Verdict:
         code, text, user_id, metadata = verdict
         encode_metadata(dict(metadata))  # fails here, not in the reply
         return code, text, bytes(user_id), dict(metadata)
-    raise TypeError(
-        f"authenticate() must return (code, text, user_id, metadata), not {verdict!r}"
-    )
+    raise TypeError(f"authenticate() must return (code, text, user_id, metadata), not {verdict!r}")

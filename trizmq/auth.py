@@ -86,11 +86,31 @@ def create_certificates(
     name: str,
     metadata: Mapping[str, str | bytes] | None = None,
 ) -> tuple[str, str]:
-    """A new CURVE key pair as the certificates ``NAME.key`` (public, mode 0644) and
-    ``NAME.key_secret`` (both keys and ``metadata``, mode 0600) in ``directory``.
+    """A new CURVE key pair, written as the certificates ``NAME.key`` and ``NAME.key_secret``.
 
-    Returns ``(public_path, secret_path)``, as ``zmq.auth.create_certificates``.
-    Existing files of those names are replaced, as pyzmq does.
+    ``NAME.key`` (public, mode 0644) and ``NAME.key_secret`` (both keys and
+    ``metadata``, mode 0600) are written in ``directory``. Existing files of those
+    names are replaced, as pyzmq does.
+
+    Args:
+        directory: An existing directory to write the two files in.
+        name: The certificates' base name, a plain file name (no directory part).
+        metadata: Properties written in the secret certificate's ``metadata``
+            section (``str`` or UTF-8 ``bytes``), or None.
+
+    Returns:
+        ``(public_path, secret_path)``, as ``zmq.auth.create_certificates``.
+
+    Raises:
+        ValueError: If ``name`` is empty or holds a path separator, or a metadata
+            entry cannot be written as ZPL (a newline, or ``=`` in a key).
+        OSError: If a file cannot be written.
+
+    Example::
+
+        public_path, secret_path = trizmq.auth.create_certificates("certificates", "server")
+        public_key, secret_key = trizmq.auth.load_certificate(secret_path)
+        server = trizmq.CurveServer(secret_key=secret_key)
     """
     from . import curve_keypair
 
@@ -108,9 +128,31 @@ def write_certificates(
     *,
     exclusive: bool = False,
 ) -> tuple[str, str]:
-    """Write a given key pair (40-byte Z85 each) as ``BASE.key`` and
-    ``BASE.key_secret``; with ``exclusive``, ``FileExistsError`` rather than replace
-    a file (the secret one is removed again if the public one cannot be made)."""
+    """Write a given key pair (40-byte Z85 each) as ``BASE.key`` and ``BASE.key_secret``.
+
+    The public certificate is made with mode 0644, the secret one (both keys and
+    ``metadata``) with mode 0600. If the public one cannot be made, the secret one
+    is removed again.
+
+    Args:
+        base: The path of the two files, without the ``.key`` / ``.key_secret``
+            suffix.
+        public_key: The public key, 40 bytes of Z85.
+        secret_key: The secret key, 40 bytes of Z85.
+        metadata: Properties written in the secret certificate's ``metadata``
+            section (``str`` or UTF-8 ``bytes``), or None.
+        exclusive: If True, raise ``FileExistsError`` rather than replace an existing
+            file (keyword only).
+
+    Returns:
+        ``(public_path, secret_path)``.
+
+    Raises:
+        FileExistsError: With ``exclusive``, if either file exists.
+        ValueError: If a metadata entry cannot be written as ZPL (a newline, or
+            ``=`` in a key).
+        OSError: If a file cannot be written.
+    """
     public_path, secret_path = Path(f"{base}.key"), Path(f"{base}.key_secret")
     now = datetime.datetime.now()
     _write(
@@ -136,11 +178,22 @@ def _key(line: bytes, path: object) -> bytes:
 
 
 def load_certificate(path: str | os.PathLike[str]) -> tuple[bytes, bytes | None]:
-    """``(public_key, secret_key)`` of a certificate file, as 40-byte Z85 ``bytes``;
-    ``secret_key`` is None for a public certificate.
+    """``(public_key, secret_key)`` of a certificate file, as 40-byte Z85 ``bytes``.
 
-    ``OSError`` if the file cannot be read; ``ValueError`` if it holds no public key
-    or a key that is not 40 characters of Z85 (pyzmq's loader takes anything there).
+    Reads the files of :func:`create_certificates`, pyzmq and czmq.
+
+    Args:
+        path: The certificate file, public (``NAME.key``) or secret
+            (``NAME.key_secret``).
+
+    Returns:
+        ``(public_key, secret_key)``, each 40 bytes of Z85; ``secret_key`` is None
+        for a public certificate.
+
+    Raises:
+        OSError: If the file cannot be read.
+        ValueError: If it holds no public key, a key that is not 40 characters of Z85
+            (pyzmq's loader takes anything there), or is over 64 KiB.
     """
     with open(path, "rb") as f:
         data = f.read(MAX_CERTIFICATE_SIZE + 1)
@@ -162,9 +215,20 @@ def load_certificate(path: str | os.PathLike[str]) -> tuple[bytes, bytes | None]
 
 
 def load_certificates(directory: str | os.PathLike[str] = ".") -> dict[bytes, bool]:
-    """The public keys of every ``*.key`` certificate in ``directory`` (as
-    ``zmq.auth.load_certificates``: ``{public_key: True}``); ``OSError`` if it is not
-    a directory, ``ValueError`` for a malformed certificate."""
+    """The public keys of every ``*.key`` certificate in ``directory``.
+
+    Args:
+        directory: The directory to read.
+
+    Returns:
+        ``{public_key: True}`` for each certificate, each key 40 bytes of Z85, as
+        ``zmq.auth.load_certificates``.
+
+    Raises:
+        OSError: If ``directory`` is not a directory (``NotADirectoryError``) or a
+            certificate cannot be read.
+        ValueError: For a malformed certificate.
+    """
     root = Path(directory)
     if not root.is_dir():
         raise NotADirectoryError(f"not a certificate directory: {str(root)!r}")

@@ -216,7 +216,18 @@ class _Direction:
 
 
 class VirtualStream(trio.abc.HalfCloseableStream):
-    """One end of a virtual link: a trio stream over two :class:`_Direction` s."""
+    """One end of a virtual link: a trio stream over two :class:`_Direction` s.
+
+    Made by the network, not directly: ``VirtualLink.client`` is the connecting end
+    and ``VirtualLink.server`` the accepting one. Sending blocks while the outgoing
+    direction holds its capacity of bytes; a cut link raises
+    ``trio.BrokenResourceError`` at both ends.
+
+    Args:
+        link: The link this stream is an end of.
+        outgoing: The direction this end sends on.
+        incoming: The direction this end receives from.
+    """
 
     def __init__(self, link: VirtualLink, outgoing: _Direction, incoming: _Direction) -> None:
         self.link = link
@@ -298,6 +309,16 @@ class VirtualLink:
 
     ``endpoint`` is the listener's bound endpoint (``tcp://0.0.0.0:5555`` after a bind
     on ``tcp://*:5555``); ``connected_to`` is the endpoint the connecter asked for.
+    ``client`` and ``server`` are the connecting and accepting :class:`VirtualStream`
+    ends; ``out`` (connecter to binder) and ``into`` (binder to connecter) are the
+    two directions. Made by :meth:`VirtualNetwork.connect`, not directly; the live
+    links are in ``VirtualNetwork.links``.
+
+    Args:
+        network: The network the link belongs to.
+        listener: The listener the connect reached.
+        connected_to: The endpoint the connecter asked for.
+        capacity: Bytes each direction buffers before the sender blocks.
     """
 
     def __init__(
@@ -317,7 +338,19 @@ class VirtualLink:
         self.server = VirtualStream(self, self.into, self.out)
 
     def directions(self, which: str) -> list[_Direction]:
-        """The direction objects named by ``which`` ("out", "in", "both")."""
+        """The direction objects named by ``which`` ("out", "in", "both").
+
+        Args:
+            which: ``"out"`` (connecter to binder), ``"in"`` (binder to connecter) or
+                ``"both"``.
+
+        Returns:
+            The one or two directions, ``out`` first.
+
+        Raises:
+            TypeError: If ``which`` is not a ``str``.
+            ValueError: If ``which`` is not ``"out"``, ``"in"`` or ``"both"``.
+        """
         which = _check_direction(which)
         return {"out": [self.out], "in": [self.into], "both": [self.out, self.into]}[which]
 
@@ -363,11 +396,21 @@ class _DropFault:
 class VirtualNetwork:
     """The in-memory network of one ``trio.run``; see the module docstring.
 
+    Installed by :func:`open_virtual_network` (or the ``virtual_network`` fixture),
+    which makes it; while it is installed every ``tcp://`` and ``ipc://`` bind and
+    connect of the run's sockets goes through it, as on one machine.
+
     Every fault method takes an ``endpoint`` that names a listener the way a connect
     would reach it (``tcp://127.0.0.1:5555``, ``tcp://localhost:5555`` and
     ``tcp://*:5555`` all name a bind on ``tcp://*:5555``), and checks its arguments at
     the call: ``TypeError`` for a wrong type, ``ValueError`` for a bad value, each
-    naming the argument.
+    naming the argument. Faults other than :meth:`cut` stand: they apply to links
+    made later too, until undone. Directions are named from the connecting side:
+    ``"out"`` is connecter to binder, ``"in"`` binder to connecter, ``"both"`` both.
+
+    Args:
+        capacity: Bytes each direction of a link buffers before the sender blocks
+            (256 KiB by default).
     """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
@@ -388,7 +431,20 @@ class VirtualNetwork:
 
     # -- the transport interface ----------------------------------------------------
     async def listen(self, endpoint: Endpoint) -> _VirtualListener:
-        """Bind ``endpoint`` in the virtual network; ``OSError`` (EADDRINUSE) if taken."""
+        """Bind ``endpoint`` in the virtual network; ``OSError`` (EADDRINUSE) if taken.
+
+        Port 0 (or ``*``) takes a free port, from 40001 up; ``ipc://*`` a new path.
+
+        Args:
+            endpoint: The parsed tcp or ipc endpoint to bind.
+
+        Returns:
+            The listener, which reports the bound endpoint (port or path resolved).
+
+        Raises:
+            OSError: ``EADDRINUSE`` if a bound endpoint overlaps this one, or no free
+                port is left.
+        """
         await trio.lowlevel.checkpoint()
         address = _address(endpoint)
         if address.transport == "ipc" and address.host == "*":
@@ -408,7 +464,20 @@ class VirtualNetwork:
         return listener
 
     async def connect(self, endpoint: Endpoint) -> trio.abc.Stream:
-        """Connect to ``endpoint``; ``ConnectionRefusedError`` if nothing listens."""
+        """Connect to ``endpoint``; ``ConnectionRefusedError`` if nothing listens.
+
+        The standing faults of its listener (stall, delay, drop) apply to the new link.
+
+        Args:
+            endpoint: The parsed tcp or ipc endpoint to connect to.
+
+        Returns:
+            The connecting end of a new :class:`VirtualLink`.
+
+        Raises:
+            ConnectionRefusedError: If nothing listens there, or connects to it are
+                refused (:meth:`refuse`).
+        """
         await trio.lowlevel.checkpoint()
         listener = self._listener_for(_address(endpoint))
         if listener is None or any(_overlaps(a, listener.address) for a in self._refused):
@@ -470,6 +539,17 @@ class VirtualNetwork:
 
         Both ends see ``trio.BrokenResourceError``, as after a reset; bytes still in
         flight are lost. Links made afterwards are not affected.
+
+        Args:
+            endpoint: An endpoint naming the listener, or None for every link.
+
+        Returns:
+            The number of links broken.
+
+        Raises:
+            TypeError: If ``endpoint`` is not a ``str`` (or None).
+            ValueError: If ``endpoint`` is not a tcp or ipc endpoint with a port or
+                path.
         """
         links = self._matching(None if endpoint is None else _fault_endpoint(endpoint))
         for link in links:
@@ -483,6 +563,14 @@ class VirtualNetwork:
         """Stop delivery on links to ``endpoint`` (existing and future) until resumed.
 
         Bytes sent meanwhile queue up to the link's capacity, then the sender blocks.
+
+        Args:
+            endpoint: An endpoint naming the listener.
+            direction: ``"out"``, ``"in"`` or ``"both"``.
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``endpoint`` or ``direction`` is not valid.
         """
         address = _fault_endpoint(endpoint)
         direction = _check_direction(direction)
@@ -492,7 +580,17 @@ class VirtualNetwork:
                 d.stalled = True
 
     def resume(self, endpoint: str) -> None:
-        """Undo :meth:`stall` for ``endpoint``: stalled bytes flow again, in order."""
+        """Undo :meth:`stall` for ``endpoint``: stalled bytes flow again, in order.
+
+        Both directions of every link to ``endpoint`` are resumed.
+
+        Args:
+            endpoint: An endpoint naming the listener.
+
+        Raises:
+            TypeError: If ``endpoint`` is not a ``str``.
+            ValueError: If ``endpoint`` is not valid.
+        """
         address = _fault_endpoint(endpoint)
         for stalled in [a for a in self._stalled if _overlaps(a, address)]:
             del self._stalled[stalled]
@@ -511,6 +609,19 @@ class VirtualNetwork:
         network) the greeting and handshake are delayed too, so a connection takes a
         round trip or more longer to come up; with ``handshake=False`` they pass at once
         and only what follows the handshake (messages and commands) is delayed.
+
+        Args:
+            endpoint: An endpoint naming the listener.
+            seconds: The delay in seconds, finite and at least 0; 0 removes the delay.
+            direction: ``"out"``, ``"in"`` or ``"both"``.
+            handshake: Whether the greeting and handshake are delayed too (keyword
+                only).
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``endpoint`` or ``direction`` is not valid, or ``seconds``
+                is negative or not finite (use :meth:`stall` to hold bytes
+                indefinitely).
         """
         address = _fault_endpoint(endpoint)
         seconds = _check_seconds(seconds)
@@ -535,6 +646,16 @@ class VirtualNetwork:
         dropped: messages travel encrypted, with heartbeats and frame flags hidden,
         and the peer refuses a gap in the nonces, so a CURVE link leaves the count
         to other links.
+
+        Args:
+            endpoint: An endpoint naming the listener.
+            count: How many messages to drop, at least 1.
+            direction: ``"out"``, ``"in"`` or ``"both"`` (either direction counts).
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If ``endpoint`` or ``direction`` is not valid, or ``count`` is
+                below 1.
         """
         address = _fault_endpoint(endpoint)
         count = _check_count(count)
@@ -546,16 +667,42 @@ class VirtualNetwork:
         """Make new connects to ``endpoint`` fail with ``ConnectionRefusedError``.
 
         Live links are not affected (:meth:`cut` them too for that).
+
+        Args:
+            endpoint: An endpoint naming the listener.
+
+        Raises:
+            TypeError: If ``endpoint`` is not a ``str``.
+            ValueError: If ``endpoint`` is not valid.
         """
         self._refused.append(_fault_endpoint(endpoint))
 
     def admit(self, endpoint: str) -> None:
-        """Undo :meth:`refuse`."""
+        """Undo :meth:`refuse`.
+
+        Args:
+            endpoint: An endpoint naming the listener.
+
+        Raises:
+            TypeError: If ``endpoint`` is not a ``str``.
+            ValueError: If ``endpoint`` is not valid.
+        """
         address = _fault_endpoint(endpoint)
         self._refused = [a for a in self._refused if not _overlaps(a, address)]
 
     def link_count(self, endpoint: str | None = None) -> int:
-        """Live links to ``endpoint`` (all if None)."""
+        """Live links to ``endpoint`` (all if None).
+
+        Args:
+            endpoint: An endpoint naming the listener, or None for every link.
+
+        Returns:
+            The number of live links.
+
+        Raises:
+            TypeError: If ``endpoint`` is not a ``str`` (or None).
+            ValueError: If ``endpoint`` is not valid.
+        """
         return len(self._matching(None if endpoint is None else _fault_endpoint(endpoint)))
 
 
@@ -595,7 +742,22 @@ async def open_virtual_network(capacity: int = DEFAULT_CAPACITY) -> AsyncIterato
     """Route this ``trio.run``'s tcp/ipc endpoints through a new virtual network.
 
     Works on any clock; give the run a ``trio.testing.MockClock`` to test timers in
-    virtual time.
+    virtual time. The real transports are back when the block ends.
+
+    Args:
+        capacity: Bytes each direction of a link buffers before the sender blocks.
+
+    Yields:
+        The installed :class:`VirtualNetwork`.
+
+    Example::
+
+        async with trizmq.testing.open_virtual_network() as net:
+            async with trizmq.Pull(bind="tcp://127.0.0.1:5555") as pull:
+                async with trizmq.Push(connect="tcp://127.0.0.1:5555") as push:
+                    await push.send(b"hello")
+                    assert await pull.recv() == b"hello"
+                    net.cut("tcp://127.0.0.1:5555")  # the Push reconnects
     """
     network = VirtualNetwork(capacity)
     overrides: dict[str, StreamTransport] = {}

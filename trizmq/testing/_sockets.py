@@ -23,7 +23,17 @@ S = TypeVar("S", bound=Socket)
 
 
 class SocketFactory:
-    """Makes entered sockets; all of them are closed when the factory closes."""
+    """Makes entered sockets; all of them are closed when the factory closes.
+
+    Call it as ``await factory(trizmq.Pull, bind="tcp://127.0.0.1:5555")``. Each
+    socket is entered in a task of the factory's nursery, not in the caller's, so
+    it stays open across tasks (pytest-trio runs each fixture in a task of its
+    own) until :meth:`close`. Made by :func:`open_socket_factory` or the
+    ``zmq_sockets`` fixture.
+
+    Args:
+        nursery: The nursery whose tasks hold the sockets open.
+    """
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -32,7 +42,20 @@ class SocketFactory:
         self.sockets: list[Socket] = []
 
     async def __call__(self, socket_type: type[S], **options: object) -> S:
-        """Create and enter ``socket_type(**options)``; it closes with the factory."""
+        """Create and enter ``socket_type(**options)``; it closes with the factory.
+
+        Args:
+            socket_type: The socket class, such as ``trizmq.Pull``.
+            **options: The socket's keyword arguments (``bind=``, ``connect=``,
+                options).
+
+        Returns:
+            The entered socket.
+
+        Raises:
+            OSError: If a ``bind=`` fails (an address in use, for instance); any other
+                error from entering the socket is raised as itself too.
+        """
         sock = socket_type(**options)
         await self._nursery.start(self._hold, sock)
         self.sockets.append(sock)
@@ -50,7 +73,12 @@ class SocketFactory:
 
 @asynccontextmanager
 async def open_socket_factory() -> AsyncIterator[SocketFactory]:
-    """A :class:`SocketFactory` whose sockets close when the block ends."""
+    """A :class:`SocketFactory` whose sockets close when the block ends.
+
+    Yields:
+        The factory; at the end of the block every socket it made is closed (each
+        flushing for its ``linger``).
+    """
     async with trio.open_nursery() as nursery:
         factory = SocketFactory(nursery)
         try:

@@ -118,13 +118,30 @@ _TO_INNER: tuple[bytes, ...] = tuple(
 
 
 def curve_keypair() -> tuple[bytes, bytes]:
-    """A new long-term key pair as (public, secret), each 40 bytes of Z85."""
+    """A new long-term key pair as (public, secret), each 40 bytes of Z85.
+
+    Returns:
+        A new random Curve25519 key pair ``(public_key, secret_key)``, each key as
+        40 bytes of Z85.
+    """
     public, secret = crypto_box_keypair()
     return z85_encode(public), z85_encode(secret)
 
 
 def curve_public(secret_key: bytes | str) -> bytes:
-    """The Z85 public key of a secret key (32 raw bytes or 40 Z85 characters)."""
+    """The Z85 public key of a secret key (32 raw bytes or 40 Z85 characters).
+
+    Args:
+        secret_key: A Curve25519 secret key, as 32 raw bytes or 40 Z85 characters
+            (``bytes`` or ``str``).
+
+    Returns:
+        The matching public key, as 40 bytes of Z85.
+
+    Raises:
+        TypeError: If ``secret_key`` is neither ``bytes`` nor ``str``.
+        ValueError: If ``secret_key`` is not 32 raw bytes or 40 valid Z85 characters.
+    """
     return z85_encode(crypto_scalarmult_base(decode_key(secret_key, name="secret_key")))
 
 

@@ -15,7 +15,14 @@ __all__ = ["ProtocolError"]
 
 
 class ProtocolError(ZMQError):
-    """The peer violated the protocol; :attr:`reason` says how (it is also ``str(exc)``)."""
+    """The peer violated the protocol; :attr:`reason` says how (it is also ``str(exc)``).
+
+    Always a remote error: the connection that raised it is closed, the reason is
+    logged, and it never reaches the caller of a socket method.
+
+    Args:
+        reason: What the peer did wrong; kept as the ``reason`` attribute.
+    """
 
     reason: str
 

@@ -28,7 +28,17 @@ _POWERS = (85**4, 85**3, 85**2, 85, 1)
 
 
 def z85_encode(data: bytes | bytearray | memoryview) -> bytes:
-    """The Z85 text of ``data`` (whose length must be a multiple of 4), as ASCII bytes."""
+    """The Z85 text of ``data`` (whose length must be a multiple of 4), as ASCII bytes.
+
+    Args:
+        data: The bytes to encode; their length must be a multiple of 4.
+
+    Returns:
+        The Z85 text, 5 ASCII characters per 4 bytes of ``data``.
+
+    Raises:
+        ValueError: If the length of ``data`` is not a multiple of 4.
+    """
     raw = bytes(data)
     if len(raw) % 4:
         raise ValueError(f"Z85 encodes a multiple of 4 bytes, not {len(raw)}")
@@ -42,7 +52,20 @@ def z85_encode(data: bytes | bytearray | memoryview) -> bytes:
 
 
 def z85_decode(text: bytes | bytearray | str) -> bytes:
-    """The bytes encoded by ``text`` (a multiple of 5 Z85 characters)."""
+    """The bytes encoded by ``text`` (a multiple of 5 Z85 characters).
+
+    Args:
+        text: Z85 text, as ASCII ``bytes`` or ``str``; its length must be a multiple
+            of 5.
+
+    Returns:
+        The decoded bytes, 4 per 5 characters of ``text``.
+
+    Raises:
+        ValueError: If ``text`` is not ASCII, its length is not a multiple of 5, it
+            holds a character outside the Z85 alphabet, or a 5-character group is
+            above ``2**32 - 1`` (the message names the position).
+    """
     if isinstance(text, str):
         try:
             raw = text.encode("ascii")
