@@ -199,7 +199,7 @@ class Closed(MonitorEvent):
 
 
 class Monitor:
-    """An async iterator over one socket's events; see the module docstring.
+    """An async iterator over one socket's events, in order, bounded.
 
     Made by ``sock.monitor()``, not directly. A monitor sees the events emitted after
     its creation, in order. It holds at most ``capacity`` unread events: when it is

@@ -274,54 +274,99 @@ OPTIONS: dict[str, OptionSpec] = {
 
 @attrs.frozen(slots=True)
 class Options:
-    """A socket's validated options, one typed field per option (see :data:`OPTIONS`).
+    """A socket's validated options, one typed field per option (``sock.options``).
 
     Built by :func:`validate_options`; an option that does not apply to the socket
-    type keeps its default. Durations are seconds.
+    type keeps its default. Durations are seconds, sizes bytes. Frozen: change
+    options with ``sock.set_options()``. docs/getting-started.md has them in one
+    table, with their libzmq names.
     """
 
+    #: endpoints bound on entry (validated)
     bind: tuple[Endpoint, ...] = ()
+    #: endpoints connected on entry (validated)
     connect: tuple[Endpoint, ...] = ()
+    #: messages queued per peer on the way out; 0 = unbounded (ZMQ_SNDHWM)
     sndhwm: int = 1000
+    #: messages queued per peer on the way in; 0 = unbounded (ZMQ_RCVHWM)
     rcvhwm: int = 1000
+    #: seconds a close keeps flushing; None = until flushed (ZMQ_LINGER)
     linger: float | None = DEFAULT_LINGER
+    #: this socket's identity, 1-255 bytes (ZMQ_ROUTING_ID)
     routing_id: bytes | None = None
+    #: seconds before the first reconnect (ZMQ_RECONNECT_IVL)
     reconnect_ivl: float = 0.1
+    #: cap of the doubling reconnect delay, seconds; 0 = no doubling
     reconnect_ivl_max: float = 0.0
+    #: seconds between PINGs; None = no heartbeats (ZMQ_HEARTBEAT_IVL)
     heartbeat_ivl: float | None = None
+    #: seconds of silence after a PING before a drop (ZMQ_HEARTBEAT_TIMEOUT)
     heartbeat_timeout: float | None = None
+    #: TTL written into our PINGs, seconds (ZMQ_HEARTBEAT_TTL)
     heartbeat_ttl: float | None = None
+    #: seconds a handshake may take; None = no limit (ZMQ_HANDSHAKE_IVL)
     handshake_ivl: float | None = 30.0
+    #: queue only to completed connections (ZMQ_IMMEDIATE)
     immediate: bool = False
+    #: largest incoming message, wire bytes; -1 = no limit (ZMQ_MAXMSGSIZE)
     maxmsgsize: int = -1
+    #: most frames of one incoming message; -1 = no limit
     max_frames: int = DEFAULT_MAX_FRAMES
+    #: the mechanism object (CurveServer, PlainClient, ...); None = NULL
     security: Security | None = None
+    #: the ZAP domain sent to the Authenticator (ZMQ_ZAP_DOMAIN)
     zap_domain: str = ""
+    #: accepted connections in their handshake at once
     max_handshakes: int = 100
+    #: listen backlog of bound tcp/ipc/ws endpoints (ZMQ_BACKLOG)
     backlog: int = DEFAULT_BACKLOG
+    #: seconds an accepted connection has to send its greeting
     greeting_ivl: float | None = 5.0
+    #: TLS settings of wss:// (a server context to bind, a client one to connect)
     ssl_context: ssl.SSLContext | None = None
+    #: seconds a tcp/ws connect may take; None = the system's
     connect_timeout: float | None = None
+    #: keep only the newest message per peer queue (ZMQ_CONFLATE)
     conflate: bool = False
+    #: TCP keepalive on/off; None = the system's (ZMQ_TCP_KEEPALIVE)
     tcp_keepalive: bool | None = None
+    #: seconds idle before the first probe (ZMQ_TCP_KEEPALIVE_IDLE)
     tcp_keepalive_idle: float | None = None
+    #: seconds between probes (ZMQ_TCP_KEEPALIVE_INTVL)
     tcp_keepalive_intvl: float | None = None
+    #: unanswered probes before a drop (ZMQ_TCP_KEEPALIVE_CNT)
     tcp_keepalive_cnt: int | None = None
+    #: kernel send buffer per connection, bytes; None = the system's (ZMQ_SNDBUF)
     sndbuf: int | None = None
+    #: kernel receive buffer per connection, bytes; None = the system's (ZMQ_RCVBUF)
     rcvbuf: int | None = None
+    #: SUB: topics subscribed on entry (ZMQ_SUBSCRIBE)
     subscribe: tuple[bytes, ...] = ()
+    #: ROUTER: an unknown routing id raises (ZMQ_ROUTER_MANDATORY)
     router_mandatory: bool = False
+    #: ROUTER: a new peer takes over a known id (ZMQ_ROUTER_HANDOVER)
     router_handover: bool = False
+    #: XPUB: report every subscription (ZMQ_XPUB_VERBOSE)
     xpub_verbose: bool = False
+    #: XPUB: subscriptions applied by the application (ZMQ_XPUB_MANUAL)
     xpub_manual: bool = False
+    #: XPUB: sent to each new subscriber (ZMQ_XPUB_WELCOME_MSG)
     xpub_welcome_msg: bytes | None = None
+    #: publishers: subscriptions kept per peer
     max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS
+    #: publishers: subscriptions kept for all peers
     max_subscriptions_total: int = DEFAULT_MAX_SUBSCRIPTIONS_TOTAL
+    #: PUB/XPUB: topic bytes kept per peer
     max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES
+    #: send an empty message on each new connection (ZMQ_PROBE_ROUTER)
     probe_router: bool = False
+    #: ROUTER/DEALER: sent first on each new connection (ZMQ_HELLO_MSG)
     hello_msg: bytes | None = None
+    #: ROUTER: received with a peer's id when it goes (ZMQ_DISCONNECT_MSG)
     disconnect_msg: bytes | None = None
+    #: REQ: match replies to requests (ZMQ_REQ_CORRELATE)
     req_correlate: bool = False
+    #: REQ: allow a new request before the reply (ZMQ_REQ_RELAXED)
     req_relaxed: bool = False
 
 

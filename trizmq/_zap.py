@@ -129,7 +129,7 @@ def _bytes(value: bytes | str) -> bytes:
 
 
 class Authenticator:
-    """Serves ZAP for the sockets of the current ``trio.run``; see the module docstring.
+    """Serves ZAP (RFC 27) for the sockets of the current ``trio.run``.
 
     Entered with ``async with``, it decides who may connect to every server socket
     (PLAIN, CURVE, and NULL with a ``zap_domain``) of the ``trio.run``, sockets opened
@@ -294,7 +294,9 @@ class Authenticator:
         """(status code, status text, user id, metadata) for one request.
 
         Override freely, as a plain method (run in a worker thread) or ``async def``
-        (run in the handshake's task); see the module docstring. The built-in rules
+        (run in the handshake's task), within the handshake's ``handshake_ivl``; a
+        policy that raises, or answers something else than such a tuple, refuses the
+        client with status 500 (logged), the socket unharmed. The built-in rules
         check the domain, then the address lists, then the credentials of NULL,
         PLAIN or CURVE.
 

@@ -394,7 +394,7 @@ class _DropFault:
 
 
 class VirtualNetwork:
-    """The in-memory network of one ``trio.run``; see the module docstring.
+    """The in-memory network of one ``trio.run``, with faults to inject.
 
     Installed by :func:`open_virtual_network` (or the ``virtual_network`` fixture),
     which makes it; while it is installed every ``tcp://`` and ``ipc://`` bind and
