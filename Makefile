@@ -34,7 +34,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/pipeline.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check trizmq tests examples benchmarks
+	$(BIN)/ruff check trizmq tests examples benchmarks _trizmq_entry.py
 	$(BIN)/mypy
 
 # Debian's Chromium for the browser test of examples/browser_dashboard.py, installed

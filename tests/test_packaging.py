@@ -62,6 +62,7 @@ def test_the_wheel_is_typed_and_licensed(dist: Path) -> None:
         metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
         text = archive.read(metadata).decode()
     assert "trizmq/py.typed" in names
+    assert "_trizmq_entry.py" in names  # the console script's first step
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
     assert "License-Expression: MPL-2.0" in text
 

@@ -255,3 +255,18 @@ def test_monitor_lines_are_short() -> None:
 
     line = format_event(trizmq.ConnectRetried("tcp://h:1", 0.10782578269566777), as_json=False)
     assert line.count("tcp://h:1") == 1 and "interval=0.108s" in line
+
+
+def test_ctrl_c_while_trizmq_is_imported_is_quiet() -> None:
+    """The console script's first step makes SIGINT exit 130 quietly until the command
+    line runs (which then handles it itself): shown with a SIGINT in the middle of an
+    import, the moment a Ctrl-C at start-up lands in."""
+    script = (
+        "import os, signal, _trizmq_entry\n"
+        "signal.signal(signal.SIGINT, _trizmq_entry._interrupted)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "import trizmq.cli\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
+    assert done.returncode == 130
+    assert b"Traceback" not in done.stderr
