@@ -265,8 +265,10 @@ OPTIONS: dict[str, OptionSpec] = {
         DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, frozenset({"PUB", "XPUB"})
     ),
     "probe_router": OptionSpec(False, _flag, frozenset({"ROUTER", "DEALER", "REQ"})),
-    "hello_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER", "DEALER"})),
-    "disconnect_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER"})),
+    "hello_msg": OptionSpec(
+        None, _message_or_none, frozenset({"ROUTER", "DEALER", "CLIENT", "SERVER", "PEER"})
+    ),
+    "disconnect_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER", "SERVER", "PEER"})),
     "req_correlate": OptionSpec(False, _flag, frozenset({"REQ"})),
     "req_relaxed": OptionSpec(False, _flag, frozenset({"REQ"})),
 }
@@ -360,9 +362,9 @@ class Options:
     max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES
     #: send an empty message on each new connection (ZMQ_PROBE_ROUTER)
     probe_router: bool = False
-    #: ROUTER/DEALER: sent first on each new connection (ZMQ_HELLO_MSG)
+    #: ROUTER/DEALER/CLIENT/SERVER/PEER: sent first on each new connection (ZMQ_HELLO_MSG)
     hello_msg: bytes | None = None
-    #: ROUTER: received with a peer's id when it goes (ZMQ_DISCONNECT_MSG)
+    #: ROUTER/SERVER/PEER: received with a peer's id when it goes (ZMQ_DISCONNECT_MSG)
     disconnect_msg: bytes | None = None
     #: REQ: match replies to requests (ZMQ_REQ_CORRELATE)
     req_correlate: bool = False

@@ -252,3 +252,34 @@ async def test_node_scatters_to_trizmq_gather_fair_queued() -> None:
             assert sorted(got) == sorted(b"%s%d" % (c, i) for c in (b"a", b"b") for i in range(4))
             for c in (b"a", b"b"):
                 assert [m for m in got if m[:1] == c] == [b"%s%d" % (c, i) for i in range(4)]
+
+
+# -- hello_msg / disconnect_msg on the draft types ------------------------------------------
+
+
+async def test_server_greets_node_clients_and_reports_them_gone() -> None:
+    """A trizmq SERVER with hello_msg and disconnect_msg, libzmq CLIENTs (zeromq.js)."""
+    with trio.fail_after(15):
+        async with trizmq.Server(
+            bind="tcp://127.0.0.1:0", hello_msg=b"HELLO", disconnect_msg=b"GONE"
+        ) as server:
+            endpoint = server.statistics()["bound"][0]
+            args = ("--type", "client", "--connect", endpoint, "--recv", "1")
+            async with node_peer(*args, "--send", "1", "--body", "hi") as peer:
+                await peer.ready()
+                msg = await server.recv_message()
+                assert msg.data == b"hi"
+                assert (await peer.message())["body"] == b"HELLO"
+                await peer.done()
+            gone = await server.recv_message()
+            assert (gone.data, gone.routing_id) == (b"GONE", msg.routing_id)
+
+
+async def test_trizmq_client_greets_a_node_server() -> None:
+    port = free_udp_port()  # any free port number will do for tcp too
+    endpoint = f"tcp://127.0.0.1:{port}"
+    with trio.fail_after(15):
+        async with node_peer("--type", "server", "--bind", endpoint, "--recv", "1") as peer:
+            await peer.ready()
+            async with trizmq.Client(connect=endpoint, hello_msg=b"HI"):
+                assert (await peer.message())["body"] == b"HI"

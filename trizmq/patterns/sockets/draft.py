@@ -34,8 +34,9 @@ Rules:
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..._errors import HostUnreachable
 from .base import Message, PeerLike, SocketStrategy, Wake
@@ -89,6 +90,16 @@ class ClientStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, single-part."""
 
     socket_type = "CLIENT"
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello"}
+
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        #: hello_msg: the message every new connection gets first
+        self.hello = options.hello_msg
+
+    def connected(self, peer: PeerLike) -> None:
+        if self.hello is not None:
+            peer.out_pipe.put([self.hello])
 
     def send(self, msg: Message) -> bool:
         check_single_part(msg, self.socket_type)
@@ -138,9 +149,18 @@ class ServerStrategy(SocketStrategy):
 
     socket_type = "SERVER"
     can_send = True
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello", "disconnect_msg": "farewell"}
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
+        #: hello_msg: sent first on every new connection; disconnect_msg: received, with
+        #: the peer's routing id, when a connected peer goes (libzmq's draft options)
+        self.hello = options.hello_msg
+        self.farewell = options.disconnect_msg
+        #: messages made here for the application (disconnect_msg), read first
+        self.local: deque[Message] = deque()
+        #: peers a connection carries now (each owed one disconnect_msg)
+        self._live: set[PeerLike] = set()
         #: routable peers by id (attached ones)
         self.routes: dict[int, PeerLike] = {}
         #: the id of every peer still attached or with unread input
@@ -163,8 +183,29 @@ class ServerStrategy(SocketStrategy):
             self.routes[rid] = peer
         return super().attach(peer)
 
+    def connected(self, peer: PeerLike) -> None:
+        self._live.add(peer)
+        if self.hello is not None:
+            peer.out_pipe.put([self.hello])
+
+    def disconnected(self, peer: PeerLike) -> None:
+        # a kept (connecting) PEER's connection ended: it keeps its id and route
+        self._farewell(peer)
+
+    def _farewell(self, peer: PeerLike) -> None:
+        if peer not in self._live:
+            return
+        self._live.discard(peer)
+        rid = self.ids.get(peer)
+        if self.farewell is not None and rid is not None:
+            was_empty = not self.local
+            self.local.append([rid.to_bytes(4, "big"), self.farewell])
+            if was_empty:
+                self.readable()
+
     def detach(self, peer: PeerLike) -> None:
         rid = self.ids.get(peer)
+        self._farewell(peer)
         if rid is not None and self.routes.get(rid) is peer:
             del self.routes[rid]
         if not peer.in_pipe:
@@ -196,6 +237,8 @@ class ServerStrategy(SocketStrategy):
         return True
 
     def recv(self) -> Message | None:
+        if self.local:
+            return self.local.popleft()
         inbound = self.inbound
         poll = inbound.poll
         while True:
