@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from trizmq._errors import HostUnreachable
+from trizmq._options import validate_options
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.base import SocketStrategy
 from trizmq.patterns.sockets.draft import (
@@ -37,7 +38,7 @@ class FakePeer:
 
 
 def make(cls: type[SocketStrategy], **options: Any) -> Any:
-    return cls(options, lambda: None, lambda: None)
+    return cls(validate_options(cls.socket_type, options), lambda: None, lambda: None)
 
 
 # -- helpers ------------------------------------------------------------------------
