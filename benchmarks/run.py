@@ -222,6 +222,20 @@ def size_label(size: int) -> str:
     return f"{size} B"
 
 
+def _curve_keys() -> dict[str, str]:
+    """A server and a client CURVE key pair (Z85 text) for the CURVE rows."""
+    import trizmq
+
+    server_public, server_secret = trizmq.curve_keypair()
+    client_public, client_secret = trizmq.curve_keypair()
+    return {
+        "server_public": server_public.decode(),
+        "server_secret": server_secret.decode(),
+        "client_public": client_public.decode(),
+        "client_secret": client_secret.decode(),
+    }
+
+
 def all_cases() -> list[Case]:
     same = {TZ: (TZ, TZ), SYNC: (SYNC, SYNC), AIO: (AIO, AIO)}
     cases: list[Case] = []
@@ -280,6 +294,34 @@ def all_cases() -> list[Case]:
                     metric=metric,
                 )
             )
+    # CURVE (issue 19): the same library at both ends, one key set for every run
+    curve = _curve_keys()
+    for size in (64, 4 * KIB):
+        cases.append(
+            Case(
+                id=f"curve-pushpull-tcp-{size}",
+                label=f"CURVE PUSH/PULL tcp {size_label(size)}",
+                kind="throughput",
+                params={
+                    "pattern": "pushpull",
+                    "transport": "tcp",
+                    "size": size,
+                    "hwm": hwm_for(size),
+                    "curve": curve,
+                },
+                columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC)},
+            )
+        )
+    cases.append(
+        Case(
+            id="curve-reqrep-tcp-64-p50",
+            label="CURVE REQ/REP tcp 64 B p50",
+            kind="latency",
+            params={"pattern": "reqrep", "transport": "tcp", "size": 64, "curve": curve},
+            columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC)},
+            metric="p50_us",
+        )
+    )
     for sender, receiver, name in ((TZ, SYNC, "trizmq→libzmq"), (SYNC, TZ, "libzmq→trizmq")):
         cases.append(
             Case(

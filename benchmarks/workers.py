@@ -80,6 +80,39 @@ def _latency(samples_ns: list[int]) -> dict[str, float]:
     }
 
 
+def _tz_security(spec: Spec, server: bool) -> dict[str, Any]:
+    """The ``security=`` option of a trizmq worker of a CURVE case (none otherwise)."""
+    keys = spec.get("curve")
+    if not keys:
+        return {}
+    import trizmq
+
+    if server:
+        return {"security": trizmq.CurveServer(secret_key=keys["server_secret"])}
+    return {
+        "security": trizmq.CurveClient(
+            server_key=keys["server_public"],
+            public_key=keys["client_public"],
+            secret_key=keys["client_secret"],
+        )
+    }
+
+
+def _zmq_security(sock: Any, spec: Spec, server: bool) -> None:
+    """The CURVE options of a pyzmq worker of a CURVE case (libzmq admits any client
+    key when no ZAP handler runs, as trizmq does without an Authenticator)."""
+    keys = spec.get("curve")
+    if not keys:
+        return
+    if server:
+        sock.curve_server = True
+        sock.curve_secretkey = keys["server_secret"].encode()
+    else:
+        sock.curve_serverkey = keys["server_public"].encode()
+        sock.curve_publickey = keys["client_public"].encode()
+        sock.curve_secretkey = keys["client_secret"].encode()
+
+
 def _go(conn: Connection) -> list[str]:
     kind, endpoints = conn.recv()
     if kind != "go":
@@ -135,6 +168,7 @@ def tz_receiver(conn: Connection, spec: Spec) -> None:
     async def main() -> dict[str, float]:
         cls = _tz_class(spec["pattern"], "receiver")
         options: dict[str, Any] = {"rcvhwm": spec["hwm"], "linger": 0}
+        options.update(_tz_security(spec, server=True))
         if spec["pattern"] == "pubsub":
             options["subscribe"] = b""
         async with cls(**options) as sock:
@@ -151,7 +185,7 @@ def tz_sender(conn: Connection, spec: Spec) -> None:
 
     async def main() -> dict[str, float]:
         cls = _tz_class(spec["pattern"], "sender")
-        async with cls(sndhwm=spec["hwm"], linger=0) as sock:
+        async with cls(sndhwm=spec["hwm"], linger=0, **_tz_security(spec, server=False)) as sock:
             for endpoint in endpoints:
                 await sock.connect(endpoint)
             await trio.sleep(spec.get("settle", 0))
@@ -173,7 +207,7 @@ def tz_server(conn: Connection, spec: Spec) -> None:
 
     async def main() -> None:
         cls = _tz_class(spec["pattern"], "server")
-        async with cls(linger=0) as sock:
+        async with cls(linger=0, **_tz_security(spec, server=True)) as sock:
             conn.send(("ready", await sock.bind(_bind_address(spec, False))))
             if router:
                 while True:
@@ -201,7 +235,7 @@ def tz_client(conn: Connection, spec: Spec) -> None:
 
     async def main() -> dict[str, float]:
         cls = _tz_class(spec["pattern"], "client")
-        async with cls(linger=0) as sock:
+        async with cls(linger=0, **_tz_security(spec, server=False)) as sock:
             await sock.connect(endpoints[0])
             send, recv = sock.send, sock.recv
             payload = b"x" * spec["size"]
@@ -274,6 +308,7 @@ def _zmq_socket(ctx: Any, spec: Spec, role: str) -> Any:
 
     sock = ctx.socket(_zmq_type(spec["pattern"], role))
     sock.linger = 0
+    _zmq_security(sock, spec, server=role in ("receiver", "server"))
     if "hwm" in spec:
         sock.sndhwm = sock.rcvhwm = spec["hwm"]
     if spec["pattern"] == "pubsub" and role == "receiver":

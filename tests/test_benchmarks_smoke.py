@@ -117,3 +117,33 @@ def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
     ]
     for row in rows:
         assert row["ws"] > 0 and row["tcp"] > 0 and row["ratio"] > 0, row
+
+
+def test_the_simple_harness_compares_both_libraries() -> None:
+    """``python -m benchmarks.simple``: one process per side, a fixed count."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.simple", "--count", "3000", "--repetitions", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "trizmq" in done.stdout and "pyzmq" in done.stdout and "ratio" in done.stdout
+
+
+def test_curve_rows_measure_both_libraries(tmp_path: Path) -> None:
+    """The CURVE rows (issue 19): both ends trizmq, then both ends libzmq."""
+    out = tmp_path / "curve.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "curve-pushpull-tcp-64",
+         "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["id"] == "curve-pushpull-tcp-64"
+    assert all(cell["median"] > 0 for cell in row["cells"].values()), row
