@@ -33,6 +33,13 @@ requires_node = [
 ]
 
 
+def free_tcp_port() -> int:
+    """A tcp port nobody listens on now (for a peer that binds no port 0: libzmq's ws)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))

@@ -3,8 +3,6 @@ both directions, and commands never conflated away."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import trio
 import zmq
@@ -13,11 +11,7 @@ import trizmq
 from trizmq.nursery.pipe import ConflatePipe
 from trizmq.zmtp.events import Ping, Subscribe
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from .node_peer import free_tcp_port
 
 
 async def test_conflating_pull_keeps_the_newest_of_a_libzmq_burst(
@@ -42,7 +36,7 @@ async def test_conflating_pull_keeps_the_newest_of_a_libzmq_burst(
 async def test_conflating_push_sends_only_the_newest_once_connected(
     zmq_ctx: zmq.Context[zmq.Socket[bytes]],
 ) -> None:
-    port = free_port()
+    port = free_tcp_port()
     pull = zmq_ctx.socket(zmq.PULL)
     pull.linger = 0
     pull.rcvtimeo = 200

@@ -17,7 +17,7 @@ import trio
 
 import trizmq
 
-from .node_peer import NodePeer, free_udp_port, node_peer, requires_node
+from .node_peer import NodePeer, free_tcp_port, free_udp_port, node_peer, requires_node
 
 pytestmark = requires_node
 
@@ -276,8 +276,7 @@ async def test_server_greets_node_clients_and_reports_them_gone() -> None:
 
 
 async def test_trizmq_client_greets_a_node_server() -> None:
-    port = free_udp_port()  # any free port number will do for tcp too
-    endpoint = f"tcp://127.0.0.1:{port}"
+    endpoint = f"tcp://127.0.0.1:{free_tcp_port()}"
     with trio.fail_after(15):
         async with node_peer("--type", "server", "--bind", endpoint, "--recv", "1") as peer:
             await peer.ready()

@@ -9,7 +9,6 @@ PING/PONG frames.
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
@@ -17,15 +16,9 @@ import trio
 
 import trizmq
 
-from .node_peer import node_peer, requires_node
+from .node_peer import free_tcp_port, node_peer, requires_node
 
 pytestmark = requires_node
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def node_endpoint(path: str = "/zmq") -> str:

@@ -34,6 +34,7 @@ from itertools import repeat
 
 import trio
 
+from ..patterns.sockets.base import Fanout
 from .waiters import Waiters
 
 __all__ = ["ConflatePipe", "Pipe", "pipes_for"]
@@ -260,7 +261,7 @@ class Pipe:
 
 def _is_message(item: object) -> bool:
     cls = item.__class__
-    return cls is list or cls.__name__ == "Fanout"
+    return cls is list or cls is Fanout
 
 
 class ConflatePipe(Pipe):

@@ -207,7 +207,7 @@ class SocketStrategy:
     wants_commands: ClassVar[bool] = False
     #: option -> the attribute where this strategy keeps its value: what
     #: :meth:`reconfigure` refreshes when the option changes at run time
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {}
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello"}
 
     def __init__(
         self,
@@ -216,6 +216,9 @@ class SocketStrategy:
         writable: Wake,
     ) -> None:
         self.options = options
+        #: hello_msg (libzmq's draft ZMQ_HELLO_MSG; None where the type has none): the
+        #: message every new connection gets first
+        self.hello = options.hello_msg
         #: wake the socket's receivers / senders
         self.readable = readable
         self.writable = writable
@@ -266,7 +269,10 @@ class SocketStrategy:
         self.shortcut_recv()
 
     def connected(self, peer: PeerLike) -> None:
-        """A (re)established connection now carries ``peer`` (handshake done)."""
+        """A (re)established connection now carries ``peer`` (handshake done): it gets
+        the ``hello_msg`` first, where there is one."""
+        if self.hello is not None:
+            peer.out_pipe.put([self.hello])
 
     def disconnected(self, peer: PeerLike) -> None:
         """The connection under a kept ``peer`` was lost; a reconnect may follow."""

@@ -90,16 +90,6 @@ class ClientStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, single-part."""
 
     socket_type = "CLIENT"
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello"}
-
-    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
-        super().__init__(options, readable, writable)
-        #: hello_msg: the message every new connection gets first
-        self.hello = options.hello_msg
-
-    def connected(self, peer: PeerLike) -> None:
-        if self.hello is not None:
-            peer.out_pipe.put([self.hello])
 
     def send(self, msg: Message) -> bool:
         check_single_part(msg, self.socket_type)
@@ -149,13 +139,15 @@ class ServerStrategy(SocketStrategy):
 
     socket_type = "SERVER"
     can_send = True
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello", "disconnect_msg": "farewell"}
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        **SocketStrategy.OPTION_FIELDS,
+        "disconnect_msg": "farewell",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
-        #: hello_msg: sent first on every new connection; disconnect_msg: received, with
-        #: the peer's routing id, when a connected peer goes (libzmq's draft options)
-        self.hello = options.hello_msg
+        #: disconnect_msg: received, with the peer's routing id, when a connected peer
+        #: goes (libzmq's draft option)
         self.farewell = options.disconnect_msg
         #: messages made here for the application (disconnect_msg), read first
         self.local: deque[Message] = deque()
@@ -185,8 +177,7 @@ class ServerStrategy(SocketStrategy):
 
     def connected(self, peer: PeerLike) -> None:
         self._live.add(peer)
-        if self.hello is not None:
-            peer.out_pipe.put([self.hello])
+        super().connected(peer)
 
     def disconnected(self, peer: PeerLike) -> None:
         # a kept (connecting) PEER's connection ended: it keeps its id and route

@@ -54,19 +54,19 @@ class DealerStrategy(RoundRobinOut):
     """Round-robin out, fair-queue in, no envelope change."""
 
     socket_type = "DEALER"
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {"probe_router": "probe", "hello_msg": "hello"}
+    OPTION_FIELDS: ClassVar[dict[str, str]] = {
+        **SocketStrategy.OPTION_FIELDS,
+        "probe_router": "probe",
+    }
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.probe = options.probe_router
-        #: hello_msg: the message every new connection gets first
-        self.hello = options.hello_msg
 
     def connected(self, peer: PeerLike) -> None:
         if self.probe:
             peer.out_pipe.put([b""])
-        if self.hello is not None:
-            peer.out_pipe.put([self.hello])
+        super().connected(peer)
 
 
 class ReqStrategy(DealerStrategy):
@@ -179,7 +179,7 @@ class RouterStrategy(SocketStrategy):
         "router_mandatory": "mandatory",
         "router_handover": "handover",
         "probe_router": "probe",
-        "hello_msg": "hello",
+        **SocketStrategy.OPTION_FIELDS,
         "disconnect_msg": "farewell",
     }
 
@@ -188,9 +188,8 @@ class RouterStrategy(SocketStrategy):
         self.mandatory = options.router_mandatory
         self.handover = options.router_handover
         self.probe = options.probe_router
-        #: hello_msg: sent to every new connection; disconnect_msg: received as
-        #: [routing id, message] when a connected peer goes (libzmq's draft options)
-        self.hello = options.hello_msg
+        #: disconnect_msg: received as [routing id, message] when a connected peer goes
+        #: (libzmq's draft option)
         self.farewell = options.disconnect_msg
         #: messages made here for the application (disconnect_msg), read first
         self.local: deque[Message] = deque()
@@ -227,8 +226,7 @@ class RouterStrategy(SocketStrategy):
         self.routes[rid] = peer
         if self.probe:
             peer.out_pipe.put([b""])
-        if self.hello is not None:
-            peer.out_pipe.put([self.hello])
+        super().connected(peer)
 
     def forget(self, peer: PeerLike) -> None:
         """Remove ``peer``'s route (and say so, with ``disconnect_msg``)."""
