@@ -12,6 +12,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,12 +80,21 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-def build_session(app: str) -> Any:
+#: two executor JVMs, each with one core, 1 GiB and its own Python workers
+CLUSTER = "local-cluster[2,1,1024]"
+
+
+def build_session(app: str, master: str = "local[2,2]") -> Any:
+    """The SparkSession of a test run (``master``: ``local[2,2]`` or :data:`CLUSTER`)."""
     from pyspark.sql import SparkSession
 
     os.environ.update(spark_env())
+    builder = SparkSession.builder
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        if key in os.environ:  # executors find the S3 server the standard way too
+            builder = builder.config(f"spark.executorEnv.{key}", os.environ[key])
     spark = (
-        SparkSession.builder.master("local[2,2]")
+        builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -102,9 +115,98 @@ def spark() -> Iterator[Any]:
     try:
         yield session
     finally:
-        for query in session.streams.active:
-            query.stop()
-        session.stop()
+        stop_session(session)
+
+
+def stop_session(session: Any) -> None:
+    """Stop a session's queries, then the session (nothing if it is stopped already)."""
+    if session.sparkContext._jsc is None:
+        return
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+#: the bucket of the loopback S3 server
+BUCKET = "trizmq-tests"
+
+
+class S3:
+    """A real S3 API server (moto in server mode, its own process) on loopback."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=2).close()
+                break
+            except (urllib.error.URLError, OSError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError("the moto S3 server did not start") from None
+                time.sleep(0.1)
+
+    def env(self) -> dict[str, str]:
+        """The standard AWS variables that point every S3 client (pyarrow's) at this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def uri(self, name: str) -> str:
+        """A fresh prefix of the test bucket."""
+        return f"s3://{BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
+
+    def objects(self, uri: str) -> list[str]:
+        """The names of the objects under ``uri`` (recursively, relative to it)."""
+        from pyarrow import fs as pafs
+
+        filesystem, root = pafs.FileSystem.from_uri(uri)
+        infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True,
+                                                           allow_not_found=True))
+        return sorted(i.path[len(root) + 1 :] for i in infos if i.type == pafs.FileType.File)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3]:
+    """The loopback S3 server, its bucket made, and this process's AWS_* variables set
+    (so that Spark executors and subprocesses started from here find it too)."""
+    server = S3()
+    saved = {k: os.environ.get(k) for k in server.env()}
+    os.environ.update(server.env())
+    try:
+        from pyarrow import fs as pafs
+
+        pafs.S3FileSystem(endpoint_override=server.endpoint, allow_bucket_creation=True).create_dir(
+            BUCKET
+        )
+        yield server
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        server.close()
 
 
 class Libzmq:

@@ -2,6 +2,9 @@
 
     python -m tests.spark.driver_app ENDPOINT WAL CHECKPOINT OUT [CRASH_PREFIX]
 
+``DRIVER_MASTER`` (default ``local[2,2]``) picks the master, ``DRIVER_LEASE_SECONDS``
+the log's lease (a WAL on S3).
+
 Each non-empty batch's rows go to OUT/batch-<id>.json (rewritten if replayed). With
 CRASH_PREFIX, the first batch holding a payload that starts with it writes
 OUT/crashing-<id>.json (its rows, as seen) and then hangs, so that the test can
@@ -11,6 +14,7 @@ SIGKILL the driver in the middle of that batch.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,7 +26,7 @@ from tests.spark.conftest import build_session
 def main() -> None:
     endpoint, wal, checkpoint, out = sys.argv[1:5]
     crash_prefix = sys.argv[5] if len(sys.argv) > 5 else None
-    spark = build_session("trizmq-crash-driver")
+    spark = build_session("trizmq-crash-driver", os.environ.get("DRIVER_MASTER", "local[2,2]"))
     out_dir = Path(out)
 
     def each(df: Any, batch_id: int) -> None:
@@ -42,6 +46,7 @@ def main() -> None:
         .option("socket", "pull")
         .option("mode", "bind")
         .option("wal", wal)
+        .option("leaseSeconds", os.environ.get("DRIVER_LEASE_SECONDS", "30"))
         .load()
         .writeStream.foreachBatch(each)
         .option("checkpointLocation", checkpoint)

@@ -19,12 +19,14 @@ from .test_source_sink import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _driver(endpoint: str, tmp: Path, *crash: str) -> subprocess.Popen[bytes]:
-    args = [endpoint, str(tmp / "wal"), str(tmp / "ck"), str(tmp / "out"), *crash]
+def _driver(
+    endpoint: str, tmp: Path, *crash: str, wal: str | None = None, **env: str
+) -> subprocess.Popen[bytes]:
+    args = [endpoint, wal or str(tmp / "wal"), str(tmp / "ck"), str(tmp / "out"), *crash]
     return subprocess.Popen(
         [sys.executable, "-m", "tests.spark.driver_app", *args],
         cwd=ROOT,
-        env=spark_env(),
+        env={**spark_env(), **env},
         start_new_session=True,  # its JVM is in its group: killpg kills both
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -43,6 +45,11 @@ def _rows(path: Path) -> list[list[object]]:
 
 @pytest.mark.needs_java
 def test_driver_killed_mid_batch_replays_the_same_rows(tmp_path: Path) -> None:
+    crash_and_replay(tmp_path)
+
+
+def crash_and_replay(tmp_path: Path, wal: str | None = None, **env: str) -> None:
+    """Rows a, a driver killed in a batch of rows b, a restarted driver: each row once."""
     (tmp_path / "out").mkdir()
     endpoint = f"tcp://127.0.0.1:{free_port()}"
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
@@ -51,7 +58,7 @@ def test_driver_killed_mid_batch_replays_the_same_rows(tmp_path: Path) -> None:
     push.setsockopt(zmq.SNDTIMEO, int(QUERY_TIMEOUT * 1000))
     push.connect(endpoint)
     out = tmp_path / "out"
-    first = _driver(endpoint, tmp_path, "b")
+    first = _driver(endpoint, tmp_path, "b", wal=wal, **env)
     second = None
 
     def delivered() -> list[str]:
@@ -70,7 +77,7 @@ def test_driver_killed_mid_batch_replays_the_same_rows(tmp_path: Path) -> None:
         batch_id = crashing.name.split("-")[1].split(".")[0]
         seen_before_crash = _rows(crashing)
         assert not (out / f"batch-{batch_id}.json").exists()
-        second = _driver(endpoint, tmp_path)
+        second = _driver(endpoint, tmp_path, wal=wal, **env)
         wait_for(lambda: (out / f"batch-{batch_id}.json").exists(), "the replay", 120)
         assert _rows(out / f"batch-{batch_id}.json") == seen_before_crash, "the same rows"
         expected = sorted([f"a{i}" for i in range(50)] + [f"b{i}" for i in range(50)])

@@ -96,9 +96,12 @@ def test_exactly_once_replayed_commit_publishes_nothing(zctx: Libzmq, tmp_path: 
     writer = ZmqStreamWriter(options, schema)
 
     def stage(n: int) -> ZmqCommit:
-        path = tmp_path / f"staged-{n}.msgs"
-        path.write_bytes(b"".join(_wal.encode(i, 0, None, [b"%d" % i]) for i in range(n)))
-        return ZmqCommit(n, 0, str(path))
+        name = f"7-0-0-staged-{n}.msgs"  # as a task stages it: a name under staging/pending
+        (tmp_path / "pending").mkdir(exist_ok=True)
+        (tmp_path / "pending" / name).write_bytes(
+            b"".join(_wal.encode(i, 0, None, [b"%d" % i]) for i in range(n))
+        )
+        return ZmqCommit(n, 0, name)
 
     writer.commit([stage(5)], 7)
     writer.commit([stage(5)], 7)  # the driver replays batch 7 after a crash

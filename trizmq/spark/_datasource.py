@@ -5,6 +5,7 @@ See docs/spark.md for the options and the delivery guarantees.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import tempfile
@@ -12,7 +13,6 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -34,6 +34,7 @@ import trizmq
 
 from . import HEADER, _wal
 from ._runtime import Runtime, SocketSpec, receive_into_log, runtime
+from ._store import open_store
 
 __all__ = ["ZmqDataSource"]
 
@@ -84,6 +85,29 @@ def _spec(options: dict[str, str], *, for_source: bool) -> SocketSpec:
     return SocketSpec(kind, endpoints, mode, topics=topics, hwm=hwm, linger=linger)
 
 
+#: the options each side knows (lower case, as Spark passes them); Spark's own also pass
+SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})
+SOURCE_OPTIONS = frozenset({
+    "endpoint", "socket", "mode", "subscribe", "groups", "wal", "spool", "fsync", "hwm",
+    "segmentbytes", "maxrecordspertrigger", "partitions", "minpartitionrows",
+    "leaseseconds", "linger",
+})
+SINK_OPTIONS = frozenset({
+    "endpoint", "socket", "mode", "delivery", "header", "staging", "group", "hwm",
+    "linger", "sendtimeout",
+})
+
+
+def _check_options(options: dict[str, str], known: frozenset[str], side: str) -> None:
+    """Refuse an option this side does not know, naming it and the nearest known one."""
+    for name in options:
+        if name in known or name in SPARK_OPTIONS:
+            continue
+        near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"the zmq {side} has no option {name!r}{hint}")
+
+
 def _default_dir(kind: str, options: dict[str, str]) -> str:
     key = "|".join(f"{k}={options.get(k, '')}" for k in ("socket", "endpoint", "mode"))
     digest = hashlib.sha1(key.encode()).hexdigest()[:16]
@@ -120,28 +144,42 @@ class ZmqDataSource(DataSource):
 
 
 class LogRange(InputPartition):
-    """Offsets ``start`` (inclusive) to ``end`` (exclusive) of the log in ``directory``."""
+    """Offsets ``start`` (inclusive) to ``end`` (exclusive) of the log at ``directory``."""
 
     def __init__(self, directory: str, start: int, end: int) -> None:
-        super().__init__((start, end))
+        super().__init__((directory, start, end))
         self.directory = directory
         self.start = start
         self.end = end
 
 
-def _log_dir(options: dict[str, str]) -> tuple[str, bool]:
-    """(log directory, whether a spool owns it)."""
+def _log_locations(options: dict[str, str]) -> tuple[list[str], bool]:
+    """(the log locations, whether spools own them): several spools, or the query's own log."""
     if "spool" in options:
-        return options["spool"], True
-    return options.get("wal") or _default_dir("wal", options), False
+        spools = _list(options["spool"])
+        if not spools:
+            raise ValueError("option spool must name at least one log location")
+        if len(set(spools)) != len(spools):
+            raise ValueError(f"option spool names a location twice: {options['spool']!r}")
+        return spools, True
+    return [options.get("wal") or _default_dir("wal", options)], False
 
 
-def _ranges(directory: str, start: int, end: int, options: dict[str, str]) -> list[LogRange]:
-    if end <= start:
+def _ranges(
+    spans: dict[str, tuple[int, int]], options: dict[str, str]
+) -> list[LogRange]:
+    """Partitions over every log's span, sized alike: at most ``partitions`` of
+    ``total / partitions`` rows (but at least ``minPartitionRows``) each."""
+    total = sum(max(0, end - start) for start, end in spans.values())
+    if total <= 0:
         return []
     parts = max(1, int(options.get("partitions", "2")))
-    per = max((end - start + parts - 1) // parts, int(options.get("minpartitionrows", "50000")))
-    return [LogRange(directory, s, min(s + per, end)) for s in range(start, end, per)]
+    per = max((total + parts - 1) // parts, int(options.get("minpartitionrows", "50000")), 1)
+    return [
+        LogRange(location, s, min(s + per, end))
+        for location, (start, end) in spans.items()
+        for s in range(start, end, per)
+    ]
 
 
 def _read_range(part: LogRange) -> Iterator[pa.RecordBatch]:
@@ -174,13 +212,14 @@ def _read_range(part: LogRange) -> Iterator[pa.RecordBatch]:
 
 
 class _Receiver:
-    """The in-query receiver of one log directory (driver side, one per process)."""
+    """The in-query receiver of one log (driver side, one per process)."""
 
-    def __init__(self, rt: Runtime, spec: SocketSpec, directory: str, options: dict[str, str]):
+    def __init__(self, rt: Runtime, spec: SocketSpec, location: str, options: dict[str, str]):
         self.log = _wal.LogWriter(
-            directory,
+            location,
             fsync=_flag(options, "fsync", True),
             segment_bytes=int(options.get("segmentbytes", str(_wal.DEFAULT_SEGMENT_BYTES))),
+            lease_seconds=float(options.get("leaseseconds", str(_wal.DEFAULT_LEASE_SECONDS))),
         )
         self.rt = rt
         self.scope: trio.CancelScope | None = None
@@ -216,22 +255,55 @@ class _Receiver:
 _RECEIVERS: dict[str, _Receiver] = {}
 _RECEIVERS_LOCK = threading.Lock()
 
+Offsets = dict[str, int]
+"""One offset per log location."""
+
 
 class _SourceBase:
     def __init__(self, options: dict[str, str]) -> None:
+        _check_options(options, SOURCE_OPTIONS, "source")
         self.options = options
-        self.directory, self.spooled = _log_dir(options)
+        self.locations, self.spooled = _log_locations(options)
+        for location in self.locations:
+            open_store(location)  # a location pyarrow cannot open fails here, named
+        self.directory = self.locations[0]
 
-    def _head(self) -> int:
-        return _wal.read_head(self.directory)
+    def _heads(self) -> Offsets:
+        return {loc: _wal.read_head(loc) for loc in self.locations}
+
+    def _committed(self) -> Offsets:
+        return {loc: _wal.read_committed(loc) for loc in self.locations}
+
+    def _pack(self, offsets: Offsets) -> dict[str, Any]:
+        """Spark's JSON offset: ``{"offset": n}`` for one log, ``{"offsets": {location: n}}``."""
+        if len(self.locations) == 1:
+            return {"offset": offsets[self.locations[0]]}
+        return {"offsets": {loc: offsets[loc] for loc in self.locations}}
+
+    def _unpack(self, packed: dict[str, Any] | None) -> Offsets:
+        if packed is None:
+            return self._committed()
+        if "offsets" in packed:
+            known = packed["offsets"]
+        elif len(self.locations) == 1:
+            known = {self.locations[0]: packed["offset"]}
+        else:  # a checkpoint of one log, read with several: it was the first
+            known = {self.locations[0]: packed["offset"]}
+        # a spool added to the list since the checkpoint starts at its committed mark
+        return {
+            loc: int(known[loc]) if loc in known else _wal.read_committed(loc)
+            for loc in self.locations
+        }
+
+    def _spans(self, start: Offsets, end: Offsets) -> dict[str, tuple[int, int]]:
+        return {loc: (start[loc], end[loc]) for loc in self.locations}
 
 
 class ZmqBatchReader(_SourceBase, DataSourceReader):
-    """A batch read of what a spool (or a query's log) holds and has not committed."""
+    """A batch read of what spools (or a query's log) hold and have not committed."""
 
     def partitions(self) -> Sequence[InputPartition]:
-        start = _wal.read_committed(self.directory)
-        return _ranges(self.directory, start, self._head(), self.options)
+        return _ranges(self._spans(self._committed(), self._heads()), self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogRange)
@@ -239,18 +311,19 @@ class ZmqBatchReader(_SourceBase, DataSourceReader):
 
 
 class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Streaming source: offsets are log positions; the log is written before they show."""
+    """Streaming source: offsets are log positions (one per log); the log is written first."""
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        self._target: int | None = None
+        self._target: Offsets | None = None
         if not self.spooled:
             _spec(options, for_source=True)  # fail early on bad options
 
     def _ensure_receiver(self) -> None:
         if self.spooled:
-            if not Path(self.directory).is_dir():
-                raise FileNotFoundError(f"no spool log in {self.directory}")
+            for location in self.locations:
+                if not open_store(location).exists():
+                    raise FileNotFoundError(f"no spool log at {location}")
             return
         with _RECEIVERS_LOCK:
             receiver = _RECEIVERS.get(self.directory)
@@ -261,50 +334,73 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
         if receiver.error is not None:
             raise RuntimeError(f"the zmq receiver failed: {receiver.error!r}") from receiver.error
 
-    def initialOffset(self) -> dict[str, int]:
+    def initialOffset(self) -> dict[str, Any]:
         self._ensure_receiver()
-        return {"offset": _wal.read_committed(self.directory)}
+        return self._pack(self._committed())
 
     def latestOffset(
-        self, start: dict[str, int] | None = None, limit: Any = None
-    ) -> dict[str, int]:
+        self, start: dict[str, Any] | None = None, limit: Any = None
+    ) -> dict[str, Any]:
         self._ensure_receiver()
-        head = self._head()
+        heads = self._heads()
         if self._target is not None:
-            head = min(head, self._target)
-        if isinstance(limit, ReadMaxRows) and start is not None:
-            head = min(head, start["offset"] + limit.max_rows)
+            heads = {loc: min(n, self._target.get(loc, n)) for loc, n in heads.items()}
         if start is not None:
-            head = max(head, start["offset"])
-        return {"offset": head}
+            begin = self._unpack(start)
+            heads = {loc: max(n, begin[loc]) for loc, n in heads.items()}
+            if isinstance(limit, ReadMaxRows):
+                heads = _limit(begin, heads, limit.max_rows)
+        return self._pack(heads)
 
     def getDefaultReadLimit(self) -> Any:
         if "maxrecordspertrigger" in self.options:
             return ReadMaxRows(int(self.options["maxrecordspertrigger"]))
         return super().getDefaultReadLimit()
 
-    def reportLatestOffset(self) -> dict[str, int] | None:
-        return {"offset": self._head()}
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return self._pack(self._heads())
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._ensure_receiver()
-        self._target = self._head()
+        self._target = self._heads()
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        return _ranges(self.directory, start["offset"], end["offset"], self.options)
+    def partitions(
+        self, start: dict[str, Any], end: dict[str, Any]
+    ) -> Sequence[InputPartition]:
+        return _ranges(self._spans(self._unpack(start), self._unpack(end)), self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, LogRange)
         return _read_range(partition)
 
-    def commit(self, end: dict[str, int]) -> None:
-        _wal.commit(self.directory, end["offset"])
+    def commit(self, end: dict[str, Any]) -> None:
+        for location, offset in self._unpack(end).items():
+            _wal.commit(location, offset)
 
     def stop(self) -> None:
         with _RECEIVERS_LOCK:
             receiver = _RECEIVERS.pop(self.directory, None)
         if receiver is not None:
             receiver.stop()
+
+
+def _limit(start: Offsets, heads: Offsets, max_rows: int) -> Offsets:
+    """Ends that take at most ``max_rows`` rows in all, shared fairly among the logs."""
+    left = max(0, max_rows)
+    available = {loc: heads[loc] - start[loc] for loc in heads}
+    take = dict.fromkeys(heads, 0)
+    while left > 0:
+        hungry = [loc for loc in heads if available[loc] > take[loc]]
+        if not hungry:
+            break
+        share = max(1, left // len(hungry))
+        for loc in hungry:
+            more = min(share, available[loc] - take[loc], left)
+            take[loc] += more
+            left -= more
+            if left == 0:
+                break
+    return {loc: start[loc] + take[loc] for loc in heads}
 
 
 # -- sink --------------------------------------------------------------------------------
@@ -347,6 +443,7 @@ async def _flush(sock: trizmq.Socket, timeout: float, strict: bool) -> None:
 
 class _SinkBase:
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        _check_options(options, SINK_OPTIONS, "sink")
         self.options = options
         self.spec = _spec(options, for_source=False)
         names = set(schema.fieldNames())
@@ -360,6 +457,7 @@ class _SinkBase:
         self.timeout = float(options.get("sendtimeout", "60"))
         self.group = options.get("group")
         self.staging = options.get("staging") or _default_dir("staging", options)
+        open_store(self.staging)  # a location pyarrow cannot open fails here, named
         if self.spec.kind == "radio" and "group" not in names and not self.group:
             raise ValueError("a radio sink needs a group column or option group")
 
@@ -410,18 +508,14 @@ class _SinkBase:
         batch_id = int(prop) if prop else -1
         rows = 0
         if self.delivery == "exactly-once":
-            pending = Path(self.staging) / "pending"
-            pending.mkdir(parents=True, exist_ok=True)
+            chunks = []
+            for rb in iterator:
+                for msg in self._messages(rb, batch_id, partition, rows):
+                    chunks.append(_wal.encode(rows, 0, None, msg))
+                    rows += 1
             name = f"{batch_id}-{partition}-{attempt}-{uuid.uuid4().hex}.msgs"
-            path = pending / name
-            with open(path, "wb") as f:
-                for rb in iterator:
-                    for msg in self._messages(rb, batch_id, partition, rows):
-                        f.write(_wal.encode(rows, 0, None, msg))
-                        rows += 1
-                f.flush()
-                os.fsync(f.fileno())
-            return ZmqCommit(rows, partition, str(path))
+            open_store(self.staging).child("pending").write(name, b"".join(chunks), sync=True)
+            return ZmqCommit(rows, partition, name)
         rt = runtime()
         sock = rt.socket(self.spec)
         for rb in iterator:
@@ -443,35 +537,31 @@ class _SinkBase:
         if self.delivery != "exactly-once":
             return
         staged = [m for m in messages if isinstance(m, ZmqCommit) and m.staged]
-        ledger = Path(self.staging) / "published"
-        ledger.mkdir(parents=True, exist_ok=True)
-        marker = ledger / str(batch_id)
-        if batch_id < 0 or not marker.exists():
+        store = open_store(self.staging)
+        pending = store.child("pending")
+        marker = f"published/{batch_id}"
+        if batch_id < 0 or not store.exists(marker):
             rt = runtime()
             sock = rt.socket(self.spec)
             for commit in sorted(staged, key=lambda m: m.partition):
                 assert commit.staged is not None
-                out = [rec.frames for rec in _read_staged(commit.staged)]
+                out = [rec.frames for rec in _wal.decode_all(pending.read(commit.staged))]
                 rt.run(_send_all, sock, out, self.timeout)
             rt.run(*self._flush_args(sock))
             if batch_id >= 0:
-                _wal._write_int(marker, 1, sync=True)
+                store.write(marker, b"1", sync=True)
         for commit in staged:
             assert commit.staged is not None
-            Path(commit.staged).unlink(missing_ok=True)
+            pending.delete(commit.staged)
         if batch_id >= 0:  # what failed attempts of this batch left behind
-            for leftover in (Path(self.staging) / "pending").glob(f"{batch_id}-*.msgs"):
-                leftover.unlink(missing_ok=True)
+            for leftover in pending.list(f"{batch_id}-"):
+                pending.delete(leftover)
 
     def _discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        pending = open_store(self.staging).child("pending")
         for m in messages:
             if isinstance(m, ZmqCommit) and m.staged:
-                Path(m.staged).unlink(missing_ok=True)
-
-
-def _read_staged(path: str) -> Iterator[_wal.Record]:
-    for _pos, _end, body in _wal._scan(Path(path)):
-        yield _wal._decode(body)
+                pending.delete(m.staged)
 
 
 class ZmqWriter(_SinkBase, DataSourceArrowWriter):

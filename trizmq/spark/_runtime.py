@@ -40,6 +40,9 @@ T = TypeVar("T")
 LOG_BATCH = 8192
 #: seconds a batch waits for more messages before it is written
 LOG_BATCH_WAIT = 0.002
+#: the same on remote storage, where every write is a new object (one upload per batch)
+REMOTE_LOG_BATCH = 65536
+REMOTE_LOG_BATCH_WAIT = 0.05
 
 
 class SocketSpec:
@@ -104,24 +107,36 @@ async def receive_into_log(
         stats = sock.statistics()
         task_status.started(list(stats.get("bound", [])) or list(spec.endpoints))
         try:
-            await _receive_loop(spec, sock, log)
+            async with trio.open_nursery() as nursery:
+                if log.renew_interval is not None:
+                    nursery.start_soon(_renew_lease, log, log.renew_interval)
+                await _receive_loop(spec, sock, log)
         except Exception as exc:
             if failed is None:
                 raise
             failed(exc)
 
 
+async def _renew_lease(log: LogWriter, interval: float) -> None:
+    """Keep a remote log's lease while no message comes (appends renew it too)."""
+    while True:
+        await trio.sleep(interval)
+        await trio.to_thread.run_sync(log.renew)
+
+
 async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
     """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes."""
     sub = spec.kind == "sub"
     dish = spec.kind == "dish"
+    most, wait = (LOG_BATCH, LOG_BATCH_WAIT) if log.lease is None else (
+        REMOTE_LOG_BATCH, REMOTE_LOG_BATCH_WAIT)
     while True:
         msg = await sock.recv_message()
         now = time.time_ns() // 1000
         first_topic = msg.group if dish else (msg.frames[0] if sub else None)
         batch: list[tuple[int, bytes | None, list[bytes]]] = [(now, first_topic, msg.frames)]
-        deadline = trio.current_time() + LOG_BATCH_WAIT
-        while len(batch) < LOG_BATCH:
+        deadline = trio.current_time() + wait
+        while len(batch) < most:
             if not dish:
                 try:  # the fast path: whatever is queued already
                     frames = sock.recv_multipart_nowait()

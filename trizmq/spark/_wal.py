@@ -1,18 +1,26 @@
-"""The write-ahead log of received messages: segment files in one directory.
+"""The write-ahead log of received messages: segments at one location (local or remote).
 
-Layout of a log directory::
+Layout of a log location (a local directory, or a prefix on S3, GCS, ABFS, HDFS)::
 
-    seg-<first offset, 20 digits>.log   records, appended by the one writer
+    seg-<first offset, 20 digits>.log   records, written by the one writer
     head                                 the next offset to be written (all below are durable)
     committed                            every offset below this one is processed (truncatable)
-    lock                                 flock-ed by the writer: one owner per log
+    lock                                 local: flock-ed by the writer (one owner per log)
+    lease                                remote: the writer's lease (one owner per log)
 
 A record is ``<II`` (length of the rest, crc32 of the rest) then ``<QqiI`` (offset,
 received_at in microseconds since the epoch, topic length or -1 for none, frame
-count), the frame lengths (``<I`` each), the topic and the frames. A torn record at
-the end of the last segment (a crash mid-write) is cut off when a writer reopens the
-log. The writer updates ``head`` only after the records are written (and, with
-``fsync``, synced), so an offset below ``head`` is always readable.
+count), the frame lengths (``<I`` each), the topic and the frames. The writer updates
+``head`` only after the records are written (and, with ``fsync``, synced), so an
+offset below ``head`` is always readable.
+
+On a local directory the writer appends to the last segment and rolls to a new one
+past ``segment_bytes``; a torn record at the end of the last segment (a crash
+mid-write) is cut off when a writer reopens the log. On an object store nothing can be
+appended: every write of the writer is a new segment object, published whole by its
+upload (there is no torn tail), and ``head`` follows it. There is no ``flock`` either:
+the writer holds a lease (:class:`Lease`) that it renews, and a writer that was killed
+loses the log once its lease runs out.
 
 This module needs neither trio nor pyspark.
 """
@@ -22,14 +30,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import itertools
+import json
 import os
+import socket
 import struct
+import threading
+import time
+import uuid
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple
+
+from ._store import Store, open_store
 
 __all__ = [
+    "Lease",
+    "LeaseLost",
     "LogWriter",
     "Record",
     "Columns",
@@ -46,6 +63,14 @@ _HEADER = struct.Struct("<QqiI")
 _LEN = struct.Struct("<I")
 _SEG = "seg-"
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+#: seconds a remote writer's lease lasts unless renewed
+DEFAULT_LEASE_SECONDS = 30.0
+
+Location = str | os.PathLike[str] | Store
+
+
+def _store(location: Location) -> Store:
+    return location if isinstance(location, Store) else open_store(os.fspath(location))
 
 
 class Record(NamedTuple):
@@ -87,60 +112,55 @@ def _decode(body: memoryview) -> Record:
     return Record(offset, at, topic, frames)
 
 
-def segments(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
-    """The segment files of a log, as (first offset, path), oldest first."""
+def _segment_names(store: Store) -> list[tuple[int, str]]:
     found = []
-    for path in Path(directory).glob(f"{_SEG}*.log"):
-        with contextlib.suppress(ValueError):
-            found.append((int(path.name[len(_SEG) : -4]), path))
+    for name in store.list(_SEG):
+        if name.endswith(".log"):
+            with contextlib.suppress(ValueError):
+                found.append((int(name[len(_SEG) : -4]), name))
     return sorted(found)
 
 
-def _read_int(path: Path) -> int:
+def segments(location: Location) -> list[tuple[int, str]]:
+    """The segments of a log, as (first offset, path or URI), oldest first."""
+    store = _store(location)
+    base = store.location.rstrip("/")
+    return [(first, f"{base}/{name}") for first, name in _segment_names(store)]
+
+
+def _read_int(store: Store, name: str) -> int:
     try:
-        return int(path.read_text().strip() or 0)
+        return int(store.read(name).decode().strip() or 0)
     except (FileNotFoundError, ValueError):
         return 0
 
 
-def _write_int(path: Path, value: int, *, sync: bool) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        f.write(str(value))
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_head(directory: str | os.PathLike[str]) -> int:
+def read_head(location: Location) -> int:
     """The next offset the writer will use: every offset below it is in the log."""
-    return _read_int(Path(directory) / "head")
+    return _read_int(_store(location), "head")
 
 
-def read_committed(directory: str | os.PathLike[str]) -> int:
+def read_committed(location: Location) -> int:
     """The committed mark: every offset below it was processed by a query."""
-    return _read_int(Path(directory) / "committed")
+    return _read_int(_store(location), "committed")
 
 
-def commit(directory: str | os.PathLike[str], end: int) -> None:
+def commit(location: Location, end: int) -> None:
     """Record that offsets below ``end`` are processed and delete the segments holding only them.
 
     The last segment (the one the writer appends to) is never deleted.
     """
-    path = Path(directory)
-    if end > read_committed(path):
-        _write_int(path / "committed", end, sync=True)
-    segs = segments(path)
-    for (_first, seg), (next_first, _next) in itertools.pairwise(segs):
+    store = _store(location)
+    if end > read_committed(store):
+        store.write("committed", str(end).encode(), sync=True)
+    for (_first, seg), (next_first, _next) in itertools.pairwise(_segment_names(store)):
         if next_first <= end:
-            with contextlib.suppress(FileNotFoundError):
-                seg.unlink()
+            store.delete(seg)
 
 
-def _scan(path: Path) -> Iterator[tuple[int, int, memoryview]]:
-    """(position, end position, body) of every whole, valid record of a segment."""
-    data = memoryview(path.read_bytes())
+def _scan(data: bytes | memoryview) -> Iterator[tuple[int, int, memoryview]]:
+    """(position, end position, body) of every whole, valid record of a segment's bytes."""
+    data = memoryview(data)
     pos, size = 0, len(data)
     while pos + _PREFIX.size <= size:
         length, crc = _PREFIX.unpack_from(data, pos)
@@ -154,7 +174,38 @@ def _scan(path: Path) -> Iterator[tuple[int, int, memoryview]]:
         pos = end
 
 
-def read_range(directory: str | os.PathLike[str], start: int, end: int) -> Iterator[Record]:
+def scan_file(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """Every whole, valid record of one local file of records (a segment, a staged file)."""
+    for _pos, _end, body in _scan(Path(path).read_bytes()):
+        yield _decode(body)
+
+
+def decode_all(data: bytes) -> Iterator[Record]:
+    """Every whole, valid record of ``data`` (the bytes of a segment or a staged object)."""
+    for _pos, _end, body in _scan(data):
+        yield _decode(body)
+
+
+def _missing(store: Store, expected: int, start: int, end: int) -> LookupError:
+    return LookupError(
+        f"the log in {store.location} has no record {expected} "
+        f"(range {start}..{end}): truncated or lost"
+    )
+
+
+def _covering(store: Store, start: int, end: int) -> Iterator[tuple[int, str]]:
+    """The segments that may hold offsets ``start`` to ``end``."""
+    segs = _segment_names(store)
+    for i, (first, name) in enumerate(segs):
+        following = segs[i + 1][0] if i + 1 < len(segs) else None
+        if following is not None and following <= start:
+            continue
+        if first >= end:
+            break
+        yield first, name
+
+
+def read_range(location: Location, start: int, end: int) -> Iterator[Record]:
     """The records with ``start <= offset < end``, in offset order.
 
     Raises ``LookupError`` if a record of the range is missing (truncated by a commit
@@ -162,33 +213,25 @@ def read_range(directory: str | os.PathLike[str], start: int, end: int) -> Itera
     """
     if end <= start:
         return
-    segs = segments(directory)
+    store = _store(location)
     expected = start
-    for i, (first, path) in enumerate(segs):
-        following = segs[i + 1][0] if i + 1 < len(segs) else None
-        if following is not None and following <= start:
-            continue
-        if first >= end:
-            break
+    for _first, name in _covering(store, start, end):
         try:
-            scanned = _scan(path)
-            for _pos, _end, body in scanned:
-                offset = _HEADER.unpack_from(body, 0)[0]
-                if offset < start:
-                    continue
-                if offset >= end:
-                    return
-                if offset != expected:
-                    break
-                yield _decode(body)
-                expected += 1
+            data = store.read(name)
         except FileNotFoundError:
             break
+        for _pos, _end, body in _scan(data):
+            offset = _HEADER.unpack_from(body, 0)[0]
+            if offset < start:
+                continue
+            if offset >= end:
+                return
+            if offset != expected:
+                break
+            yield _decode(body)
+            expected += 1
     if expected < end:
-        raise LookupError(
-            f"the log in {os.fspath(directory)} has no record {expected} "
-            f"(range {start}..{end}): truncated or lost"
-        )
+        raise _missing(store, expected, start, end)
 
 
 class Columns(NamedTuple):
@@ -201,26 +244,19 @@ class Columns(NamedTuple):
     counts: list[int]
 
 
-def read_columns(
-    directory: str | os.PathLike[str], start: int, end: int, rows: int = 65536
-) -> Iterator[Columns]:
+def read_columns(location: Location, start: int, end: int, rows: int = 65536) -> Iterator[Columns]:
     """As :func:`read_range`, in column chunks of up to ``rows`` records (the fast path)."""
     if end <= start:
         return
+    store = _store(location)
     expected = start
     header = _HEADER.unpack_from
     prefix = _PREFIX.unpack_from
     crc32 = zlib.crc32
-    segs = segments(directory)
     cols = Columns([], [], [], [], [])
-    for i, (first, path) in enumerate(segs):
-        following = segs[i + 1][0] if i + 1 < len(segs) else None
-        if following is not None and following <= start:
-            continue
-        if first >= end:
-            break
+    for _first, name in _covering(store, start, end):
         try:
-            data = path.read_bytes()
+            data = store.read(name)
         except FileNotFoundError:
             break
         pos, size = 0, len(data)
@@ -260,44 +296,169 @@ def read_columns(
     if cols.offsets:
         yield cols
     if expected < end:
-        raise LookupError(
-            f"the log in {os.fspath(directory)} has no record {expected} "
-            f"(range {start}..{end}): truncated or lost"
-        )
+        raise _missing(store, expected, start, end)
+
+
+class LeaseLost(RuntimeError):
+    """A remote writer found its lease taken (or could not renew it in time): it stops writing."""
+
+
+class Lease:
+    """One writer per remote log: a ``lease`` object naming its owner and when it runs out.
+
+    Object stores have no ``flock``. A writer takes the lease when there is none or the
+    one there has run out (by the taker's clock: hosts' clocks must agree to well under
+    the lease), writes its own, waits ``settle`` seconds and reads it back: of writers
+    that raced, only the last one written still finds its name and goes on. The holder
+    renews every third of the lease and checks, before each write of the log, that its
+    last renewal is less than half a lease old (renewing first if not, and stopping
+    with :class:`LeaseLost` if someone else holds it). A writer that was killed loses
+    the log at most ``seconds`` after its last renewal; :meth:`acquire` waits that long
+    for it. Closing deletes the lease, so a clean restart waits for nothing.
+    """
+
+    def __init__(self, store: Store, seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        if not seconds > 0:
+            raise ValueError(f"the lease must last more than 0 seconds, not {seconds!r}")
+        self.store = store
+        self.seconds = float(seconds)
+        self.settle = min(1.0, self.seconds / 10)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.renewed = 0.0  # time.monotonic() of the last confirmed write of our lease
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            value = json.loads(self.store.read("lease"))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return {"owner": "?", "expires": 0.0}  # unreadable: treat as run out
+        return value if isinstance(value, dict) else {"owner": "?", "expires": 0.0}
+
+    def _write(self) -> float:
+        started = time.monotonic()
+        body = {"owner": self.owner, "expires": time.time() + self.seconds}
+        self.store.write("lease", json.dumps(body).encode())
+        return started
+
+    def holder(self) -> dict[str, Any] | None:
+        """The lease as it is stored (owner, expires), or None."""
+        return self._read()
+
+    def acquire(self, wait: float | None = None) -> None:
+        """Take the lease, waiting up to ``wait`` seconds (default: one lease) for it to run out."""
+        limit = time.monotonic() + (self.seconds + 2 * self.settle if wait is None else wait)
+        while True:
+            current = self._read()
+            if current is None or current.get("owner") == self.owner or (
+                float(current.get("expires", 0)) <= time.time()
+            ):
+                started = self._write()
+                time.sleep(self.settle)
+                again = self._read()
+                if again is not None and again.get("owner") == self.owner:
+                    self.renewed = started
+                    return
+                current = again
+            left = limit - time.monotonic()
+            if left <= 0:
+                owner = (current or {}).get("owner", "?")
+                raise RuntimeError(
+                    f"the log in {self.store.location} is owned by another writer "
+                    f"({owner}, a spool or a running query; its lease did not run out "
+                    "in time)"
+                )
+            expires = float((current or {}).get("expires", 0))
+            time.sleep(max(0.05, min(left, expires - time.time() + 0.01, 1.0)))
+
+    def renew(self) -> None:
+        """Renew the lease; :class:`LeaseLost` if another writer holds it now."""
+        with self._lock:
+            current = self._read()
+            if current is not None and current.get("owner") != self.owner:
+                raise LeaseLost(
+                    f"the lease of the log in {self.store.location} was taken by "
+                    f"{current.get('owner')}: this writer stops"
+                )
+            self.renewed = self._write()
+
+    def check(self) -> None:
+        """Before a write: renew if the last renewal is half a lease old."""
+        if time.monotonic() - self.renewed >= self.seconds / 2:
+            self.renew()
+
+    def release(self) -> None:
+        """Delete the lease if it is still ours."""
+        with self._lock, contextlib.suppress(OSError):
+            current = self._read()
+            if current is not None and current.get("owner") == self.owner:
+                self.store.delete("lease")
 
 
 class LogWriter:
-    """The one appender of a log directory (it holds the directory's lock)."""
+    """The one appender of a log (it holds the log's lock, or on remote storage its lease)."""
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
+        location: Location,
         *,
         fsync: bool = True,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        lease_wait: float | None = None,
     ) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Open the log at ``location`` for writing (``lease_wait``: remote logs, seconds to
+        wait for another writer's lease to run out; default one lease)."""
+        self.store = _store(location)
+        self.location = self.store.location
         self.fsync = fsync
         self.segment_bytes = segment_bytes
-        self._lock = open(self.directory / "lock", "a+")  # noqa: SIM115 (held while open)
+        self._file: IO[bytes] | None = None
+        self._size = 0
+        self._lock_file: IO[str] | None = None
+        self.lease: Lease | None = None
+        if self.store.local:
+            self._open_local()
+        else:
+            self.lease = Lease(self.store, lease_seconds)
+            self.lease.acquire(lease_wait)
+            try:
+                self._open_remote()
+            except BaseException:
+                self.lease.release()
+                raise
+
+    @property
+    def directory(self) -> Path:
+        """The local directory of the log (local logs only)."""
+        return Path(getattr(self.store, "path", self.location))
+
+    @property
+    def renew_interval(self) -> float | None:
+        """How often a remote writer renews its lease while idle (None: local, no lease)."""
+        return None if self.lease is None else self.lease.seconds / 3
+
+    def _open_local(self) -> None:
+        directory = self.directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock_file = open(directory / "lock", "a+")  # noqa: SIM115 (held while open)
         try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self._lock.close()
+            self._lock_file.close()
             raise RuntimeError(
-                f"the log in {os.fspath(directory)} is owned by another writer "
+                f"the log in {self.location} is owned by another writer "
                 "(a spool or a running query)"
             ) from None
-        self.next_offset = max(read_head(self.directory), read_committed(self.directory))
-        segs = segments(self.directory)
-        self._file = None
-        self._size = 0
+        self.next_offset = max(read_head(self.store), read_committed(self.store))
+        segs = _segment_names(self.store)
         if segs:
-            first, path = segs[-1]
+            first, name = segs[-1]
+            path = directory / name
             valid_end = 0
             last = first - 1
-            for _pos, end, body in _scan(path):
+            for _pos, end, body in _scan(path.read_bytes()):
                 valid_end = end
                 last = _HEADER.unpack_from(body, 0)[0]
             with open(path, "r+b") as f:  # cut a torn tail off
@@ -305,28 +466,50 @@ class LogWriter:
             self.next_offset = max(self.next_offset, last + 1)
             self._file = open(path, "ab")  # noqa: SIM115
             self._size = valid_end
-        _write_int(self.directory / "head", self.next_offset, sync=fsync)
+        self.store.write("head", str(self.next_offset).encode(), sync=self.fsync)
+
+    def _open_remote(self) -> None:
+        self.next_offset = max(read_head(self.store), read_committed(self.store))
+        segs = _segment_names(self.store)
+        if segs:  # a writer killed between a segment and its head: the segment counts
+            first, name = segs[-1]
+            last = first - 1
+            for _pos, _end, body in _scan(self.store.read(name)):
+                last = _HEADER.unpack_from(body, 0)[0]
+            self.next_offset = max(self.next_offset, last + 1)
+        self.store.write("head", str(self.next_offset).encode())
+
+    def renew(self) -> None:
+        """Renew a remote writer's lease (nothing for a local log)."""
+        if self.lease is not None:
+            self.lease.renew()
 
     def append(self, messages: Sequence[tuple[int, bytes | None, Sequence[bytes]]]) -> int:
         """Write ``(received_at_us, topic, frames)`` messages durably; return the new head."""
         if not messages:
             return self.next_offset
-        if self._file is None or self._size >= self.segment_bytes:
-            self._roll()
-        assert self._file is not None
         offset = self.next_offset
         chunks = []
         for at, topic, frames in messages:
             chunks.append(encode(offset, at, topic, frames))
             offset += 1
         data = b"".join(chunks)
+        if self.lease is not None:
+            self.lease.check()
+            self.store.write(f"{_SEG}{self.next_offset:020d}.log", data)
+            self.next_offset = offset
+            self.store.write("head", str(offset).encode())
+            return offset
+        if self._file is None or self._size >= self.segment_bytes:
+            self._roll()
+        assert self._file is not None
         self._file.write(data)
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())
         self._size += len(data)
         self.next_offset = offset
-        _write_int(self.directory / "head", offset, sync=False)
+        self.store.write("head", str(offset).encode(), sync=False)
         return offset
 
     def _roll(self) -> None:
@@ -343,8 +526,12 @@ class LogWriter:
                 os.close(dfd)
 
     def close(self) -> None:
-        """Close the segment and release the lock."""
+        """Close the segment and release the lock (or the lease)."""
         if self._file is not None:
             self._file.close()
             self._file = None
-        self._lock.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        if self.lease is not None:
+            self.lease.release()

@@ -1,0 +1,198 @@
+"""The write-ahead log and the spool on a real S3 API server (moto, on loopback): no Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+
+from trizmq.spark import _wal
+from trizmq.spark._store import open_store
+
+from .conftest import S3, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_append_read_commit_on_s3(s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = s3.uri("wal")
+    log = _wal.LogWriter(uri, lease_seconds=10)
+    for i in range(10):
+        log.append([(i, b"t" if i % 2 else None, [b"h", b"p%d" % i])])
+    assert _wal.read_head(uri) == 10
+    recs = list(_wal.read_range(uri, 3, 7))
+    assert [r.offset for r in recs] == [3, 4, 5, 6]
+    assert recs[0].frames == [b"h", b"p3"] and recs[0].topic == b"t" and recs[1].topic is None
+    cols = list(_wal.read_columns(uri, 0, 10))
+    assert sum(len(c.offsets) for c in cols) == 10
+    # every write is one whole object: ten segments, a head, a lease
+    assert len(_wal.segments(uri)) == 10
+    assert "lease" in s3.objects(uri)
+    _wal.commit(uri, 8)
+    assert _wal.read_committed(uri) == 8
+    assert [first for first, _ in _wal.segments(uri)] == [8, 9]  # 0..7 held only committed rows
+    assert [r.offset for r in _wal.read_range(uri, 8, 10)] == [8, 9]
+    with pytest.raises(LookupError, match="truncated or lost"):
+        list(_wal.read_range(uri, 0, 10))
+    log.close()
+    assert "lease" not in s3.objects(uri), "a clean close releases the lease"
+    assert list(tmp_path.iterdir()) == [], "a URI never becomes a local directory"
+    reopened = _wal.LogWriter(uri, lease_seconds=10)
+    assert reopened.next_offset == 10
+    reopened.close()
+
+
+def test_one_writer_per_remote_log(s3: S3) -> None:
+    uri = s3.uri("one-writer")
+    log = _wal.LogWriter(uri, lease_seconds=30)
+    with pytest.raises(RuntimeError, match="owned by another writer"):
+        _wal.LogWriter(uri, lease_seconds=30, lease_wait=0.5)
+    log.close()
+    _wal.LogWriter(uri, lease_seconds=30, lease_wait=0).close()
+
+
+def test_a_killed_writer_loses_the_log_after_its_lease(s3: S3) -> None:
+    uri = s3.uri("takeover")
+    first = _wal.LogWriter(uri, lease_seconds=2)
+    first.append([(0, None, [b"a"]), (0, None, [b"b"])])
+    # `first` stops renewing, as a SIGKILLed writer does; a new writer waits out its lease
+    started = time.monotonic()
+    second = _wal.LogWriter(uri, lease_seconds=2)
+    assert time.monotonic() - started < 10
+    assert second.next_offset == 2
+    second.append([(0, None, [b"c"])])
+    with pytest.raises(_wal.LeaseLost, match="taken by"):
+        first.renew()
+    first.lease.renewed = 0.0  # its next write must check the lease first
+    with pytest.raises(_wal.LeaseLost):
+        first.append([(0, None, [b"zombie"])])
+    assert [r.frames for r in _wal.read_range(uri, 0, 3)] == [[b"a"], [b"b"], [b"c"]]
+    assert _wal.read_head(uri) == 3
+    second.close()
+
+
+def test_a_segment_written_without_its_head_counts(s3: S3) -> None:
+    """A writer killed between a segment upload and its head: the next one goes on after it."""
+    uri = s3.uri("headless")
+    log = _wal.LogWriter(uri, lease_seconds=10)
+    log.append([(0, None, [b"a"])])
+    store = open_store(uri)
+    store.write(f"seg-{1:020d}.log", _wal.encode(1, 0, None, [b"b"]))  # no head update
+    log.close()
+    log = _wal.LogWriter(uri, lease_seconds=10)
+    assert log.next_offset == 2
+    log.close()
+
+
+def test_an_unknown_scheme_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="nosuch://x"):
+        open_store("nosuch://x/y")
+
+
+def _spool(uri: str, endpoint: str, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "trizmq.spark.spool", "--endpoint", endpoint, "--dir", uri,
+         "--no-fsync", *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _lines(proc: subprocess.Popen[str]) -> Iterator[str]:
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            return
+        yield line.strip()
+
+
+def _wait_ready(proc: subprocess.Popen[str], timeout: float) -> dict[str, str]:
+    """The spool's announcements (metrics, ready) once it prints ready; fails on timeout."""
+    found: dict[str, str] = {}
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        for line in _lines(proc):
+            key, _, value = line.partition(" ")
+            found[key] = value
+            if key == "ready":
+                return found
+    finally:
+        timer.cancel()
+    assert proc.stderr is not None
+    raise AssertionError(f"the spool did not get ready: {proc.stderr.read()[-2000:]}")
+
+
+def _wait(cond: object, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_spool_on_s3_survives_sigkill_and_reports_lag(s3: S3) -> None:
+    uri = s3.uri("spool")
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 0)
+    push.setsockopt(zmq.SNDTIMEO, 30_000)
+    push.connect(endpoint)
+    spool = _spool(uri, endpoint, "--lease-seconds", "3", "--metrics", "127.0.0.1:0")
+    second = None
+    try:
+        announced = _wait_ready(spool, 60)
+        metrics_url = announced["metrics"]
+        for i in range(100):
+            push.send(b"m%d" % i)
+        _wait(lambda: _wal.read_head(uri) == 100, "100 rows on S3")
+        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            text = response.read().decode()
+        assert f'trizmq_spool_lag{{log="{uri}"}} 100' in text
+        assert f'trizmq_spool_received_total{{log="{uri}"}} 100' in text
+        status = subprocess.run(
+            [sys.executable, "-m", "trizmq.spark.spool", "status", "--dir", uri, "--json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        )
+        info = json.loads(status.stdout)
+        assert (info["head"], info["committed"], info["lag"]) == (100, 0, 100)
+        assert info["lease"]["owner"].endswith(tuple("0123456789abcdef"))
+        _wal.commit(uri, 40)  # what a query's commit does
+        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            assert f'trizmq_spool_lag{{log="{uri}"}} 60' in response.read().decode()
+
+        os.killpg(spool.pid, signal.SIGKILL)  # no clean close: the lease stays behind
+        spool.wait(30)
+        for i in range(100, 150):  # queued by libzmq while no spool runs
+            push.send(b"m%d" % i)
+        second = _spool(uri, endpoint, "--lease-seconds", "3")
+        _wait_ready(second, 60)  # after the killed spool's lease ran out
+        _wait(lambda: _wal.read_head(uri) == 150, "the rows sent while it was down")
+        rows = [r.frames[0] for r in _wal.read_range(uri, 40, 150)]
+        assert rows == [b"m%d" % i for i in range(40, 150)]
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+        assert "lease" not in s3.objects(uri), "a stopped spool releases its lease"
+    finally:
+        for proc in (spool, second):
+            if proc is not None:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate(timeout=30)  # and close its pipes
+        push.close(linger=0)
+        ctx.term()
