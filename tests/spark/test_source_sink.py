@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zmq
 
 from trizmq.spark import _wal, unpack_header
@@ -250,3 +251,41 @@ def test_worker_sockets_stay_open_across_batches(spark: Any, zctx: Libzmq) -> No
     finally:
         pull.disable_monitor()
         monitor.close(0)
+
+
+def test_an_unknown_option_is_refused_by_name(spark: Any, tmp_path: Path) -> None:
+    """A typo such as ``wall`` must not leave the log in a temp directory."""
+    with pytest.raises(Exception, match=r"no option 'wall'.*did you mean 'wal'"):
+        (
+            spark.readStream.format("zmq")
+            .option("endpoint", f"tcp://127.0.0.1:{free_port()}")
+            .option("wall", str(tmp_path / "wal"))
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .start()
+            .processAllAvailable()
+        )
+    rows = spark.createDataFrame([(b"x",)], "payload binary")
+    with pytest.raises(Exception, match=r"no option 'sendtimout'.*did you mean 'sendtimeout'"):
+        rows.write.format("zmq").option("endpoint", "tcp://127.0.0.1:1").option(
+            "sendTimout", "5"
+        ).mode("append").save()
+    assert not (tmp_path / "wal").exists()
+
+
+def test_batch_read_of_an_empty_or_committed_log_has_no_rows(spark: Any, tmp_path: Path) -> None:
+    def count(*logs: Path) -> int:
+        load = spark.read.format("zmq").option("spool", ",".join(map(str, logs))).load()
+        return int(load.count())
+
+    empty, full = tmp_path / "empty", tmp_path / "full"
+    _wal.LogWriter(empty, fsync=False).close()
+    log = _wal.LogWriter(full, fsync=False)
+    log.append([(0, None, [b"%d" % i]) for i in range(30)])
+    log.close()
+    assert count(empty) == 0
+    assert count(empty, full) == 30
+    _wal.commit(full, 30)
+    assert count(full) == 0
+    assert count(empty, full) == 0

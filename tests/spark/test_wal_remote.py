@@ -196,3 +196,14 @@ def test_spool_on_s3_survives_sigkill_and_reports_lag(s3: S3) -> None:
                 proc.communicate(timeout=30)  # and close its pipes
         push.close(linger=0)
         ctx.term()
+
+
+def test_max_rows_are_shared_fairly_among_spools() -> None:
+    from trizmq.spark._datasource import _limit
+
+    start = {"a": 0, "b": 10, "c": 5}
+    heads = {"a": 100, "b": 12, "c": 5}
+    assert _limit(start, heads, 50) == {"a": 48, "b": 12, "c": 5}
+    assert _limit(start, heads, 1000) == heads
+    assert _limit(start, heads, 3) == {"a": 2, "b": 11, "c": 5}
+    assert _limit(start, heads, 0) == start
