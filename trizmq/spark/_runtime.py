@@ -126,32 +126,49 @@ async def _renew_lease(log: LogWriter, interval: float) -> None:
 
 async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
     """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes."""
-    sub = spec.kind == "sub"
-    dish = spec.kind == "dish"
     most, wait = (LOG_BATCH, LOG_BATCH_WAIT) if log.lease is None else (
         REMOTE_LOG_BATCH, REMOTE_LOG_BATCH_WAIT)
+    if spec.kind == "dish":
+        await _receive_groups(sock, log, most, wait)
+        return
+    sub = spec.kind == "sub"
     while True:
-        msg = await sock.recv_message()
-        now = time.time_ns() // 1000
-        first_topic = msg.group if dish else (msg.frames[0] if sub else None)
-        batch: list[tuple[int, bytes | None, list[bytes]]] = [(now, first_topic, msg.frames)]
+        batch = _stamped(await sock.recv_many(most), sub)
         deadline = trio.current_time() + wait
         while len(batch) < most:
-            if not dish:
-                try:  # the fast path: whatever is queued already
-                    frames = sock.recv_multipart_nowait()
-                    batch.append((now, frames[0] if sub else None, frames))
-                    continue
-                except trio.WouldBlock:
-                    pass
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                break
+            with trio.move_on_after(remaining):
+                batch += _stamped(await sock.recv_many(most - len(batch)), sub)
+        await trio.to_thread.run_sync(log.append, batch)
+
+
+def _stamped(
+    messages: list[list[bytes]], sub: bool
+) -> list[tuple[int, bytes | None, list[bytes]]]:
+    """Log entries (received at, topic, frames): a SUB's topic is its first frame."""
+    now = time.time_ns() // 1000
+    if sub:
+        return [(now, frames[0] if frames else None, frames) for frames in messages]
+    return [(now, None, frames) for frames in messages]
+
+
+async def _receive_groups(sock: trizmq.Socket, log: LogWriter, most: int, wait: float) -> None:
+    """The DISH form of the loop: each message's group is its topic."""
+    while True:
+        msg = await sock.recv_message()
+        batch: list[tuple[int, bytes | None, list[bytes]]] = [
+            (time.time_ns() // 1000, msg.group, msg.frames)
+        ]
+        deadline = trio.current_time() + wait
+        while len(batch) < most:
             remaining = deadline - trio.current_time()
             if remaining <= 0:
                 break
             with trio.move_on_after(remaining):
                 msg = await sock.recv_message()
-                now = time.time_ns() // 1000
-                topic = msg.group if dish else (msg.frames[0] if sub else None)
-                batch.append((now, topic, msg.frames))
+                batch.append((time.time_ns() // 1000, msg.group, msg.frames))
         await trio.to_thread.run_sync(log.append, batch)
 
 

@@ -61,6 +61,7 @@ __all__ = [
 _PREFIX = struct.Struct("<II")
 _HEADER = struct.Struct("<QqiI")
 _LEN = struct.Struct("<I")
+_ONE = struct.Struct("<QqiII")  # the header of a record of one frame, and its length
 _SEG = "seg-"
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 #: seconds a remote writer's lease lasts unless renewed
@@ -85,14 +86,22 @@ class Record(NamedTuple):
 def encode(offset: int, received_at_us: int, topic: bytes | None, frames: Sequence[bytes]) -> bytes:
     """The bytes of one record."""
     n = len(frames)
-    body = b"".join(
-        [
-            _HEADER.pack(offset, received_at_us, -1 if topic is None else len(topic), n),
-            struct.pack(f"<{n}I", *map(len, frames)),
-            topic or b"",
-            *frames,
-        ]
-    )
+    if n == 1:  # the common case, without building a format per record
+        frame = frames[0]
+        if topic is None:
+            body = _ONE.pack(offset, received_at_us, -1, 1, len(frame)) + frame
+        else:
+            head = _ONE.pack(offset, received_at_us, len(topic), 1, len(frame))
+            body = b"".join((head, topic, frame))
+    else:
+        body = b"".join(
+            [
+                _HEADER.pack(offset, received_at_us, -1 if topic is None else len(topic), n),
+                struct.pack(f"<{n}I", *map(len, frames)),
+                topic or b"",
+                *frames,
+            ]
+        )
     return _PREFIX.pack(len(body), zlib.crc32(body)) + body
 
 
