@@ -1,8 +1,10 @@
 # Two entry points, each building its own project-local virtual environment:
 #   make demo   runs examples/pipeline.py
 #   make test   runs ruff, mypy --strict and the whole pytest suite (installing Chromium
-#               for the browser test where it can), then the suite again
-#               (but Spark and the CLI) with the fast path off (TRIZMQ_FASTPATH=0)
+#               for the browser test where it can), then the suite again with the
+#               fast path off (TRIZMQ_FASTPATH=0), but for what does not reach the
+#               I/O path: Spark, the CLI, packaging, the docs build, the benchmark
+#               smoke tests and the fresh-project plugin tests
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -52,7 +54,9 @@ browser:
 test: lint $(NODE_STAMP) browser
 	$(BIN)/python -m pytest
 	TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		--ignore=tests/spark --ignore=tests/cli --deselect tests/test_docs_build.py
+		--ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
+		--ignore=tests/test_benchmarks_smoke.py --ignore=tests/testing/test_fresh_project.py \
+		--deselect tests/test_docs_build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
