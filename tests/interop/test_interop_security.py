@@ -365,3 +365,34 @@ async def test_trizmq_client_with_a_wrong_server_key_gets_nothing_through(
         async with trizmq.Push(security=right, connect=endpoint) as push:
             await push.send_multipart([b"welcome"])
             assert await pull.recv_multipart() == [b"welcome"]
+
+
+async def test_curve_stream_of_mixed_sizes_reaches_libzmq_in_order(
+    endpoints: Endpoints, libzmq: LibzmqFactory
+) -> None:
+    """Every box in nonce order, whoever writes it: the sending task (write-through,
+    whole or in part through a small kernel buffer) or the writer (batches, big
+    frames, the bytes a partial write left owed). libzmq drops the connection at the
+    first nonce out of order, so all arriving in order proves the order held."""
+    server_public, server_secret = keypair("libzmq")
+    client_public, client_secret = keypair("trizmq")
+    sizes = [64, 4096, 70_000, 1, 300]
+    messages = [[b"%d" % i, bytes([i % 251]) * sizes[i % len(sizes)]] for i in range(600)]
+    expected = []
+    for i, message in enumerate(messages):
+        expected += [message] if i % 3 else [message, message]
+    with trio.fail_after(60):
+        pull = libzmq(zmq.PULL)
+        curve_server(pull, server_secret)
+        endpoint = await pull.bind(endpoints.for_libzmq())
+        security = trizmq.CurveClient(
+            server_key=server_public, public_key=client_public, secret_key=client_secret
+        )
+        async with trizmq.Push(security=security, connect=endpoint, sndbuf=65536) as push:
+            for i, message in enumerate(messages):
+                if i % 3:
+                    await push.send_multipart(message)  # one at a time: write-through
+                else:
+                    await push.send_many([message, message])  # a batch
+            received = await pull.recv_many(len(expected))
+    assert received == expected

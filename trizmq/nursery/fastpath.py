@@ -19,7 +19,9 @@ What it holds:
   first message the socket's sending task routes to it (once between two waits or
   yields of the socket) is encoded and written by that task itself, after routing,
   with one non-blocking call; what the kernel does not take goes back to the writer.
-  Unencrypted connections only.
+  Encrypted connections too: the task writes only while the writer is parked with
+  nothing queued and sends what it encodes at once (the rest stays queued as bytes
+  owed), so CURVE's nonces go out in the order they were taken.
 * **Read-through** (:class:`ReadThrough`): a task that would park in a receive, on a
   socket whose only peer is a live connection with nothing queued, waits on the
   connection's descriptor and parses what arrives itself, while the reader stands
@@ -335,7 +337,6 @@ class RawOutput:
         "_pipe",
         "_share",
         "actor",
-        "direct",
         "raw",
     )
 
@@ -348,9 +349,6 @@ class RawOutput:
         #: True while the writer is parked idle, counted in ``FastPath.idle``
         self._parked = False
         codec = actor.codec
-        #: may the sending task write for this connection? Not when each frame is
-        #: encrypted in order (CURVE's nonces are the writer's to keep)
-        self.direct = not codec.mechanism.encrypts
         #: do a publisher's shared encodings (Fanout wires) fit this connection?
         self._share = codec.shares_encoding
         self._encode_into = codec.message_encoder()
@@ -359,7 +357,7 @@ class RawOutput:
     def zero_copy(self) -> bool:
         """Big frames go out from the sender's own object (plain ZMTP only: the
         header is written apart from the frame)."""
-        return self.direct and self._share
+        return self._share
 
     async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
@@ -372,9 +370,6 @@ class RawOutput:
     async def idle(self) -> None:
         """Wait for work; meanwhile the sending task may write through."""
         pipe = self._pipe
-        if not self.direct:
-            await pipe.wait_readable()
-            return
         if pipe:
             await trio.lowlevel.checkpoint()
             return

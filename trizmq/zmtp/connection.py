@@ -438,36 +438,54 @@ class Connection(Handshaking):
 
     def _parse_wrapped(self, src: bytes, pos: int, events: list[Received]) -> int:
         # every outer frame carries one inner frame (CURVE MESSAGE); outer flags are
-        # not interpreted beyond their validity, as libzmq accepts any
-        mechanism = self._mechanism
+        # not interpreted beyond their validity, as libzmq accepts any. The header is
+        # read inline (as _header does): this loop runs once per encrypted frame.
+        decode = self._mechanism.decode_frame
         limit = self._limit
-        overhead = mechanism.overhead
+        overhead = self._mechanism.overhead
+        header_sizes = _HEADER_SIZE
+        max_frames = self._max_frames
+        n = len(src)
         while True:
-            header = self._header(src, pos)
-            if header is None:
+            if pos >= n:
+                self._need = 0
                 break
-            _, start, size = header
+            header_size = header_sizes.get(src[pos])
+            if header_size is None:
+                raise ProtocolError(flags_error(src[pos]))
+            if n - pos < header_size:
+                self._need = header_size
+                break
+            if header_size == 2:
+                size = src[pos + 1]
+                start = pos + 2
+            else:
+                size = LONG_HEADER.unpack_from(src, pos)[1]
+                start = pos + header_size
             # the inner frame has size - overhead bytes and a header of 2 at least
             if size - overhead + 2 > limit:
                 raise self._oversize(size - overhead)
             end = start + size
-            if end > len(src):
+            if end > n:
                 self._need = end - pos
                 break
-            flags, body = mechanism.decode_frame(src[start:end])
+            flags, body = decode(src[start:end])
             pos = end
             if flags & ~_INNER_FLAGS or flags == _INNER_FLAGS:
                 raise ProtocolError(f"invalid inner frame flags 0x{flags:02X}")
-            if len(body) > limit:
-                raise self._oversize(len(body))
             if flags & COMMAND:
+                if len(body) > limit:
+                    raise self._oversize(len(body))
                 events.append(self._command(body))
                 if self._dead is not None:
                     break
             else:
                 frames = self._frames
-                self._used += len(body) + (2 if len(body) < 256 else 9)
-                if self._used > limit or len(frames) >= self._max_frames:
+                size = len(body)
+                self._used += size + (2 if size < 256 else 9)
+                if self._used > limit or len(frames) >= max_frames:
+                    if size > limit:
+                        raise self._oversize(size)
                     raise self._overlong(self._used, len(frames))
                 frames.append(body)
                 if not flags & MORE:

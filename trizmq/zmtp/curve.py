@@ -43,7 +43,8 @@ Rules:
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from nacl.bindings import (
     crypto_box,
@@ -61,10 +62,35 @@ from nacl.utils import random
 
 from .commands import READY
 from .errors import ProtocolError
-from .frames import COMMAND, MORE, encode_frame
+from .frames import COMMAND, MORE
 from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
 from .metadata import decode_metadata, encode_metadata
 from .z85 import KEY_SIZE, decode_key, z85_encode
+
+try:  # PyNaCl >= 1.6: the box as MAC || ciphertext straight, without the zero padding
+    from nacl.bindings import crypto_box_easy_afternm as _seal
+    from nacl.bindings import crypto_box_open_easy_afternm as _unseal
+except ImportError:  # pragma: no cover - PyNaCl 1.5: the same bytes, padded inside
+    _seal = crypto_box_afternm
+    _unseal = crypto_box_open_afternm
+
+# The MESSAGE boxes of the hot path call libsodium through the cffi module that
+# PyNaCl's own bindings call (``nacl._sodium``), into a reused buffer: the bindings'
+# argument checks, output allocation and error formatting cost twice the box itself
+# for a 64-byte message. Every length is checked here before the call; where that
+# module or those functions are missing, the public bindings above do the same work.
+_lib: Any = None
+_ffi: Any = None
+try:
+    from nacl import _sodium
+
+    if hasattr(_sodium.lib, "crypto_box_easy_afternm") and hasattr(
+        _sodium.lib, "crypto_box_open_easy_afternm"
+    ):
+        _lib, _ffi = _sodium.lib, _sodium.ffi
+except ImportError:  # pragma: no cover - a PyNaCl without its cffi module
+    pass
+
 
 __all__ = [
     "CookieKeys",
@@ -93,6 +119,11 @@ _READY_MIN = 8 + _MAC  # 24
 _MESSAGE_HEAD = bytes((len(MESSAGE),)) + MESSAGE
 _MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
 _MAX_NONCE = (1 << 64) - 1
+#: more frames than one batch can hold (each is 33 bytes or more): a batch that starts
+#: this far from the last nonce cannot run out, so its frames skip the check
+_NONCE_HEADROOM = 1 << 40
+
+Buffer = bytes | bytearray | memoryview
 
 _HELLO_NONCE = b"CurveZMQHELLO---"
 _WELCOME_NONCE = b"WELCOME-"
@@ -233,6 +264,8 @@ class _CurveMechanism(Mechanism):
         self._peer_nonce = 0
         #: the precomputed box key between the short-term keys
         self._key = b""
+        #: the reused C buffer of the MESSAGE boxes (libsodium through cffi)
+        self._scratch: Any = None
 
     def _next_nonce(self) -> bytes:
         self._nonce += 1
@@ -251,11 +284,96 @@ class _CurveMechanism(Mechanism):
             raise _unexpected(name, state)
 
     def encode_frame(self, flags: int, body: bytes | bytearray | memoryview) -> bytes:
+        out = bytearray()
+        self._box_into(out, _TO_INNER[flags & 7] + bytes(body))
+        return bytes(out)
+
+    def _box_into(self, out: bytearray, inner: bytes) -> None:
+        """Append one MESSAGE frame boxing ``inner`` (its flags byte, then its body)."""
         nonce = self._next_nonce()
-        box = crypto_box_afternm(
-            _TO_INNER[flags & 7] + bytes(body), self._send_prefix + nonce, self._key
-        )
-        return encode_frame(0, _MESSAGE_HEAD + nonce + box)
+        if _lib is not None:
+            box = self._seal_fast(inner, self._send_prefix + nonce)
+        else:
+            box = _seal(inner, self._send_prefix + nonce, self._key)
+        size = 16 + len(box)  # the MESSAGE head (8), the short nonce (8), the box
+        out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
+        out += _MESSAGE_HEAD
+        out += nonce
+        out += box
+
+    def _scratch_for(self, size: int) -> Any:
+        """A reused C buffer of at least ``size`` bytes for one box."""
+        scratch = self._scratch
+        if scratch is None or len(scratch) < size:
+            scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
+        return scratch
+
+    def _seal_fast(self, inner: bytes, nonce: bytes) -> Any:
+        scratch = self._scratch_for(len(inner) + _MAC)
+        if _lib.crypto_box_easy_afternm(scratch, inner, len(inner), nonce, self._key):
+            raise RuntimeError("libsodium could not box a CURVE MESSAGE")
+        return _ffi.buffer(scratch, len(inner) + _MAC)
+
+    def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
+        """Append one message as MESSAGE frames (what write-through and the writer call
+        for each message; :meth:`encode_messages_into` without its per-batch set-up)."""
+        if _lib is None or self._nonce + _NONCE_HEADROOM > _MAX_NONCE:
+            self.encode_messages_into(out, (frames,))
+            return
+        last = len(frames) - 1
+        for i, frame in enumerate(frames):
+            inner = (b"\x01" if i < last else b"\x00") + bytes(frame)
+            size = len(inner)
+            scratch = self._scratch
+            if scratch is None or len(scratch) < size + _MAC:
+                scratch = self._scratch_for(size + _MAC)
+            self._nonce += 1
+            nonce = self._nonce.to_bytes(8, "big")
+            if _lib.crypto_box_easy_afternm(scratch, inner, size, self._send_prefix + nonce,
+                                            self._key):
+                raise RuntimeError("libsodium could not box a CURVE MESSAGE")
+            size += 32  # the MESSAGE head, the short nonce and the MAC
+            out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
+            out += _MESSAGE_HEAD
+            out += nonce
+            out += _ffi.buffer(scratch, size - 16)
+
+    def encode_messages_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
+        """Append every message as MESSAGE frames, one box per frame: the writer's hot path."""
+        counter = self._nonce
+        if counter + _NONCE_HEADROOM > _MAX_NONCE or _lib is None:  # checked, frame by frame
+            for frames in messages:
+                last = len(frames) - 1
+                for i, frame in enumerate(frames):
+                    self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
+            return
+        prefix = self._send_prefix
+        key = self._key
+        seal = _lib.crypto_box_easy_afternm
+        view = _ffi.buffer
+        scratch = self._scratch_for(0)
+        room = len(scratch) - _MAC
+        head = _MESSAGE_HEAD
+        try:
+            for frames in messages:
+                last = len(frames) - 1
+                for i, frame in enumerate(frames):
+                    inner = (b"\x01" if i < last else b"\x00") + bytes(frame)
+                    size = len(inner)
+                    if size > room:
+                        scratch = self._scratch_for(size + _MAC)
+                        room = len(scratch) - _MAC
+                    counter += 1
+                    nonce = counter.to_bytes(8, "big")
+                    if seal(scratch, inner, size, prefix + nonce, key):
+                        raise RuntimeError("libsodium could not box a CURVE MESSAGE")
+                    size += 32  # the MESSAGE head, the short nonce and the MAC
+                    out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
+                    out += head
+                    out += nonce
+                    out += view(scratch, size - 16)
+        finally:
+            self._nonce = counter
 
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
         if len(body) < _MESSAGE_MIN:
@@ -268,8 +386,25 @@ class _CurveMechanism(Mechanism):
             raise ProtocolError(
                 f"CURVE MESSAGE: short nonce {value} does not follow {self._peer_nonce}"
             )
+        if _lib is not None:
+            box = body[16:]
+            size = len(box) - _MAC  # >= 1: the length was checked against _MESSAGE_MIN
+            scratch = self._scratch
+            if scratch is None or len(scratch) < size:
+                scratch = self._scratch_for(size)
+            if _lib.crypto_box_open_easy_afternm(
+                scratch, box, size + _MAC, self._receive_prefix + nonce, self._key
+            ):
+                raise ProtocolError("CURVE MESSAGE: the box does not open")
+            self._peer_nonce = value
+            flags = scratch[0]
+            if flags > _INNER_MORE | _INNER_COMMAND:
+                raise ProtocolError(
+                    f"invalid inner frame flags 0x{flags:02X} in a CURVE MESSAGE"
+                )
+            return _FROM_INNER[flags], _ffi.buffer(scratch, size)[1:]
         try:
-            plain = crypto_box_open_afternm(body[16:], self._receive_prefix + nonce, self._key)
+            plain = _unseal(body[16:], self._receive_prefix + nonce, self._key)
         except CryptoError:
             raise ProtocolError("CURVE MESSAGE: the box does not open") from None
         self._peer_nonce = value

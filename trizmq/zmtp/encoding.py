@@ -126,11 +126,14 @@ class TrafficEncoder:
     def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
         """The fastest form of :meth:`encode_message_into` for this connection.
 
-        Taken once the handshake is complete, the plain encoder skips the per-call
-        state check (the writer's hot path calls it for every message); otherwise
-        it is :meth:`encode_message_into` itself.
+        Taken once the handshake is complete, the plain encoder (or, for a mechanism
+        that wraps frames, the mechanism's) skips the per-call state check (the
+        writer's hot path calls it for every message); otherwise it is
+        :meth:`encode_message_into` itself.
         """
-        if self._state is State.TRAFFIC and not self._wrapped:
+        if self._state is State.TRAFFIC:
+            if self._wrapped:  # the mechanism's own (CURVE's boxes a message in one call)
+                return self._mechanism.encode_message_into
             return encode_plain_into
         return self.encode_message_into
 
@@ -144,11 +147,7 @@ class TrafficEncoder:
             encode_plain_into(out, frames)
 
     def _encode_wrapped_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
-        encode = self._mechanism.encode_frame
-        for frames in messages:
-            last = len(frames) - 1
-            for i, frame in enumerate(frames):
-                out += encode(MORE if i < last else 0, frame)
+        self._mechanism.encode_messages_into(out, messages)
 
     def encode_subscribe(self, topic: bytes) -> bytes:
         """SUBSCRIBE command to a 3.1+ peer, else the legacy message ``\\x01topic``."""

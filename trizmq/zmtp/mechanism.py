@@ -42,10 +42,12 @@ driver flushes ``data_to_send()`` before closing. PLAIN and CURVE servers use it
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, TypeAlias
 
 import attrs
+
+from .frames import MORE
 
 __all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest", "zap_metadata", "zap_refusal"]
 
@@ -116,6 +118,23 @@ class Mechanism(abc.ABC):
     def encode_frame(self, flags: int, body: bytes | bytearray | memoryview) -> bytes:
         """The wrapped wire form of one frame (only called when :attr:`encrypts`)."""
         raise NotImplementedError(f"{type(self).__name__} does not wrap frames")
+
+    def encode_message_into(
+        self, out: bytearray, frames: Sequence[bytes | bytearray | memoryview]
+    ) -> None:
+        """Append the wrapped wire form of one message (see :meth:`encode_messages_into`)."""
+        self.encode_messages_into(out, (frames,))
+
+    def encode_messages_into(
+        self, out: bytearray, messages: Iterable[Sequence[bytes | bytearray | memoryview]]
+    ) -> None:
+        """Append the wrapped wire form of whole messages (MORE on all frames but the
+        last); a mechanism may do this faster than one :meth:`encode_frame` per frame."""
+        encode = self.encode_frame
+        for frames in messages:
+            last = len(frames) - 1
+            for i, frame in enumerate(frames):
+                out += encode(MORE if i < last else 0, frame)
 
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
         """(inner flags, inner body) of one received frame (only when :attr:`encrypts`)."""
