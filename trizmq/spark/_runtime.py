@@ -24,6 +24,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import trio
@@ -128,48 +129,40 @@ async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -
     """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes."""
     most, wait = (LOG_BATCH, LOG_BATCH_WAIT) if log.lease is None else (
         REMOTE_LOG_BATCH, REMOTE_LOG_BATCH_WAIT)
+    receive: Callable[[int], Awaitable[list[_Entry]]]
     if spec.kind == "dish":
-        await _receive_groups(sock, log, most, wait)
-        return
-    sub = spec.kind == "sub"
+        receive = partial(_group_message, sock)
+    else:
+        receive = partial(_messages, sock, spec.kind == "sub")
     while True:
-        batch = _stamped(await sock.recv_many(most), sub)
+        batch = await receive(most)
         deadline = trio.current_time() + wait
         while len(batch) < most:
             remaining = deadline - trio.current_time()
             if remaining <= 0:
                 break
             with trio.move_on_after(remaining):
-                batch += _stamped(await sock.recv_many(most - len(batch)), sub)
+                batch += await receive(most - len(batch))
         await trio.to_thread.run_sync(log.append, batch)
 
 
-def _stamped(
-    messages: list[list[bytes]], sub: bool
-) -> list[tuple[int, bytes | None, list[bytes]]]:
-    """Log entries (received at, topic, frames): a SUB's topic is its first frame."""
+#: a log entry: (received at, in microseconds since the epoch; topic; frames)
+_Entry = tuple[int, bytes | None, list[bytes]]
+
+
+async def _messages(sock: trizmq.Socket, sub: bool, most: int) -> list[_Entry]:
+    """Up to ``most`` queued messages (at least one); a SUB's topic is its first frame."""
+    messages = await sock.recv_many(most)
     now = time.time_ns() // 1000
     if sub:
         return [(now, frames[0] if frames else None, frames) for frames in messages]
     return [(now, None, frames) for frames in messages]
 
 
-async def _receive_groups(sock: trizmq.Socket, log: LogWriter, most: int, wait: float) -> None:
-    """The DISH form of the loop: each message's group is its topic."""
-    while True:
-        msg = await sock.recv_message()
-        batch: list[tuple[int, bytes | None, list[bytes]]] = [
-            (time.time_ns() // 1000, msg.group, msg.frames)
-        ]
-        deadline = trio.current_time() + wait
-        while len(batch) < most:
-            remaining = deadline - trio.current_time()
-            if remaining <= 0:
-                break
-            with trio.move_on_after(remaining):
-                msg = await sock.recv_message()
-                batch.append((time.time_ns() // 1000, msg.group, msg.frames))
-        await trio.to_thread.run_sync(log.append, batch)
+async def _group_message(sock: trizmq.Socket, most: int) -> list[_Entry]:
+    """One DISH message, its group as its topic."""
+    msg = await sock.recv_message()
+    return [(time.time_ns() // 1000, msg.group, msg.frames)]
 
 
 async def _hold(sock: trizmq.Socket, task_status: trio.TaskStatus[None]) -> None:
