@@ -262,7 +262,9 @@ def all_cases() -> list[Case]:
                     columns=columns,
                 )
             )
-    for subs in (1, 4):
+    # 1→16 and 1→64 (issue 19): how the cost grows with each subscriber (each SUB is
+    # its own process, as for 1→4)
+    for subs in (1, 4, 16, 64):
         cases.append(
             Case(
                 id=f"pubsub-tcp-64-{subs}",
