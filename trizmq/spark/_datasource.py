@@ -285,12 +285,8 @@ class _SourceBase:
     def _unpack(self, packed: dict[str, Any] | None) -> Offsets:
         if packed is None:
             return self._committed()
-        if "offsets" in packed:
-            known = packed["offsets"]
-        elif len(self.locations) == 1:
-            known = {self.locations[0]: packed["offset"]}
-        else:  # a checkpoint of one log, read with several: it was the first
-            known = {self.locations[0]: packed["offset"]}
+        # {"offset": n} is one log's (or, read with several spools, the first one's)
+        known = packed.get("offsets") or {self.locations[0]: packed["offset"]}
         # a spool added to the list since the checkpoint starts at its committed mark
         return {
             loc: int(known[loc]) if loc in known else _wal.read_committed(loc)

@@ -43,7 +43,7 @@ Rules:
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nacl.bindings import (
@@ -119,8 +119,8 @@ _READY_MIN = 8 + _MAC  # 24
 _MESSAGE_HEAD = bytes((len(MESSAGE),)) + MESSAGE
 _MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
 _MAX_NONCE = (1 << 64) - 1
-#: more frames than one batch can hold (each is 33 bytes or more): a batch that starts
-#: this far from the last nonce cannot run out, so its frames skip the check
+#: more frames than one message can have: a message that starts this far from the last
+#: nonce cannot run out, so its frames skip the check
 _NONCE_HEADROOM = 1 << 40
 
 Buffer = bytes | bytearray | memoryview
@@ -289,12 +289,10 @@ class _CurveMechanism(Mechanism):
         return bytes(out)
 
     def _box_into(self, out: bytearray, inner: bytes) -> None:
-        """Append one MESSAGE frame boxing ``inner`` (its flags byte, then its body)."""
+        """Append one MESSAGE frame boxing ``inner`` (its flags byte, then its body), the
+        nonce checked against its limit: commands, and the path without ``_lib``."""
         nonce = self._next_nonce()
-        if _lib is not None:
-            box = self._seal_fast(inner, self._send_prefix + nonce)
-        else:
-            box = _seal(inner, self._send_prefix + nonce, self._key)
+        box = _seal(inner, self._send_prefix + nonce, self._key)
         size = 16 + len(box)  # the MESSAGE head (8), the short nonce (8), the box
         out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
         out += _MESSAGE_HEAD
@@ -308,19 +306,14 @@ class _CurveMechanism(Mechanism):
             scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
         return scratch
 
-    def _seal_fast(self, inner: bytes, nonce: bytes) -> Any:
-        scratch = self._scratch_for(len(inner) + _MAC)
-        if _lib.crypto_box_easy_afternm(scratch, inner, len(inner), nonce, self._key):
-            raise RuntimeError("libsodium could not box a CURVE MESSAGE")
-        return _ffi.buffer(scratch, len(inner) + _MAC)
-
     def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
-        """Append one message as MESSAGE frames (what write-through and the writer call
-        for each message; :meth:`encode_messages_into` without its per-batch set-up)."""
-        if _lib is None or self._nonce + _NONCE_HEADROOM > _MAX_NONCE:
-            self.encode_messages_into(out, (frames,))
-            return
+        """Append one message as MESSAGE frames, one box per frame: the writer's and
+        write-through's hot path (the base class's batch form loops over it)."""
         last = len(frames) - 1
+        if _lib is None or self._nonce + _NONCE_HEADROOM > _MAX_NONCE:
+            for i, frame in enumerate(frames):
+                self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
+            return
         for i, frame in enumerate(frames):
             inner = (b"\x01" if i < last else b"\x00") + bytes(frame)
             size = len(inner)
@@ -337,43 +330,6 @@ class _CurveMechanism(Mechanism):
             out += _MESSAGE_HEAD
             out += nonce
             out += _ffi.buffer(scratch, size - 16)
-
-    def encode_messages_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
-        """Append every message as MESSAGE frames, one box per frame: the writer's hot path."""
-        counter = self._nonce
-        if counter + _NONCE_HEADROOM > _MAX_NONCE or _lib is None:  # checked, frame by frame
-            for frames in messages:
-                last = len(frames) - 1
-                for i, frame in enumerate(frames):
-                    self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
-            return
-        prefix = self._send_prefix
-        key = self._key
-        seal = _lib.crypto_box_easy_afternm
-        view = _ffi.buffer
-        scratch = self._scratch_for(0)
-        room = len(scratch) - _MAC
-        head = _MESSAGE_HEAD
-        try:
-            for frames in messages:
-                last = len(frames) - 1
-                for i, frame in enumerate(frames):
-                    inner = (b"\x01" if i < last else b"\x00") + bytes(frame)
-                    size = len(inner)
-                    if size > room:
-                        scratch = self._scratch_for(size + _MAC)
-                        room = len(scratch) - _MAC
-                    counter += 1
-                    nonce = counter.to_bytes(8, "big")
-                    if seal(scratch, inner, size, prefix + nonce, key):
-                        raise RuntimeError("libsodium could not box a CURVE MESSAGE")
-                    size += 32  # the MESSAGE head, the short nonce and the MAC
-                    out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
-                    out += head
-                    out += nonce
-                    out += view(scratch, size - 16)
-        finally:
-            self._nonce = counter
 
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
         if len(body) < _MESSAGE_MIN:

@@ -122,19 +122,18 @@ class Mechanism(abc.ABC):
     def encode_message_into(
         self, out: bytearray, frames: Sequence[bytes | bytearray | memoryview]
     ) -> None:
-        """Append the wrapped wire form of one message (see :meth:`encode_messages_into`)."""
-        self.encode_messages_into(out, (frames,))
+        """Append the wrapped wire form of one message (MORE on all frames but the last);
+        a mechanism may do this faster than one :meth:`encode_frame` per frame."""
+        last = len(frames) - 1
+        for i, frame in enumerate(frames):
+            out += self.encode_frame(MORE if i < last else 0, frame)
 
     def encode_messages_into(
         self, out: bytearray, messages: Iterable[Sequence[bytes | bytearray | memoryview]]
     ) -> None:
-        """Append the wrapped wire form of whole messages (MORE on all frames but the
-        last); a mechanism may do this faster than one :meth:`encode_frame` per frame."""
-        encode = self.encode_frame
+        """Append the wrapped wire form of whole messages."""
         for frames in messages:
-            last = len(frames) - 1
-            for i, frame in enumerate(frames):
-                out += encode(MORE if i < last else 0, frame)
+            self.encode_message_into(out, frames)
 
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
         """(inner flags, inner body) of one received frame (only when :attr:`encrypts`)."""

@@ -306,14 +306,8 @@ class XPubStrategy(PubStrategy):
     def apply_manual(self, topic: bytes, on: bool) -> None:
         """xpub_manual: subscribe (or not) the peer whose subscription message was the
         last one received to ``topic``, as libzmq's ZMQ_SUBSCRIBE on such an XPUB."""
-        peer = self.last_subscriber
-        if peer is None or peer not in self.subscribers:
-            return
-        if on:
-            if self.admits(peer, topic):
-                self.subscribers.subscribe(peer, topic)
-        else:
-            self.subscribers.unsubscribe(peer, topic)
+        if self.last_subscriber is not None:
+            PubStrategy.subscribed(self, self.last_subscriber, topic, on)  # as a PUB applies it
 
     def subscribed(self, peer: PeerLike, topic: bytes, on: bool) -> None:
         if peer not in self.subscribers:
