@@ -178,6 +178,59 @@ async def test_cancelled_receive_hands_the_connection_back(transport: str) -> No
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_task_receiving_in_a_loop_never_wakes_the_reader(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task comes back to wait before trio next waits for I/O: the reader, owed
+    a wake-up each time the task leaves a wait, is never woken for it."""
+    stand_bys = 0
+    real = ReadThrough.stand_by
+
+    async def counting(rt: ReadThrough) -> None:
+        nonlocal stand_bys
+        stand_bys += 1
+        await real(rt)
+
+    monkeypatch.setattr(ReadThrough, "stand_by", counting)
+    with trio.fail_after(10):
+        async with standing_by(transport) as (pull, push, receiver):
+            rt = only_read_through(pull)
+            before = stand_bys
+            for i in range(100):
+                await trio.to_thread.run_sync(push.send, b"%d" % i)
+                assert await receiver.channel.receive() == b"%d" % i
+                await trio.testing.wait_all_tasks_blocked()
+                assert rt.waiting is not None
+            # the reader stood by throughout: it was never woken to step off again
+            assert stand_bys == before
+            assert len(rt._reader) == 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_task_that_goes_away_hands_the_connection_back(transport: str) -> None:
+    """The task read a message through and then waits for something else: before
+    trio sleeps, the reader is woken and reads what comes next into the queue."""
+    with trio.fail_after(10):
+        async with trizmq.Pull() as pull:
+            push = libzmq_push(await pull.bind(bind_address(transport)))
+            try:
+                for _ in range(2):  # the second is read through by this task
+                    await trio.to_thread.run_sync(push.send, b"warm-up")
+                    assert await pull.recv() == b"warm-up"
+                rt = only_read_through(pull)
+                assert rt.waiting is None
+                # this task now waits for something else, never in a receive
+                for i in range(3):
+                    await trio.to_thread.run_sync(push.send, b"%d" % i)
+                while pull.statistics()["queued_in"] < 3:
+                    await trio.sleep(0.001)  # bytes from another thread: nothing to await
+                assert not rt.owed
+                assert [pull.recv_nowait() for _ in range(3)] == [b"0", b"1", b"2"]
+            finally:
+                push.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_peer_hanging_up_during_the_wait_is_noticed(transport: str) -> None:
     with trio.fail_after(10):
         async with standing_by(transport) as (pull, push, receiver), pull.monitor() as events:

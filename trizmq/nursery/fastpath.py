@@ -25,7 +25,10 @@ What it holds:
 * **Read-through** (:class:`ReadThrough`): a task that would park in a receive, on a
   socket whose only peer is a live connection with nothing queued, waits on the
   connection's descriptor and parses what arrives itself, while the reader stands
-  by: one scheduler pass instead of two per message.
+  by: one scheduler pass instead of two per message. The reader is woken to watch
+  the connection again only when the task has not come back to wait by the time
+  trio's run loop next waits for I/O (:class:`Revival`, a trio instrument): a task
+  that receives in a loop never wakes it.
 * **The inlined cancellation check** (:func:`cancel_pending`): the test that
   ``trio.lowlevel.checkpoint_if_cancelled`` makes, without creating a coroutine,
   including its count of cancel points. It reads trio internals, probed once; a trio
@@ -66,7 +69,9 @@ __all__ = [
     "RawOutput",
     "RawSocket",
     "ReadThrough",
+    "Revival",
     "cancel_pending",
+    "revival",
 ]
 
 log = logging.getLogger("trizmq")
@@ -652,6 +657,59 @@ class FastPath:
             reading.interrupt()
 
 
+class Revival(trio.abc.Instrument):
+    """Wakes the readers whose receiving task left a read-through and did not come
+    back to wait, just before trio's run loop waits for I/O (one per trio run).
+
+    A receiving task that read a connection through leaves its reader standing by:
+    were the reader woken at once, it would run only to see the task waiting again
+    (a scheduler pass and a ``epoll_wait`` per message, ~5 µs). So the read-through
+    is *owed* a wake-up instead, paid here unless the task waited once more. When the
+    loop is about to sleep (``timeout`` > 0), a wake-up through trio's token ends that
+    sleep at once, so the reader watches the connection without delay: messages,
+    PINGs and the peer's close are read while the application does something else.
+    """
+
+    __slots__ = ("_token", "owed")
+
+    def __init__(self) -> None:
+        self.owed: list[ReadThrough] = []
+        self._token = trio.lowlevel.current_trio_token()
+
+    def before_io_wait(self, timeout: float) -> None:
+        """Wake the readers still owed a wake-up."""
+        owed = self.owed
+        if not owed:
+            return
+        self.owed = []
+        woke = False
+        for read_through in owed:
+            if read_through.owed:
+                read_through.owed = False
+                read_through._reader.unpark_all()
+                woke = True
+        if woke and timeout > 0:
+            self._token.run_sync_soon(_nothing, idempotent=True)
+
+
+def _nothing() -> None:
+    """Run by trio's token only to end a wait for I/O."""
+
+
+_REVIVAL: trio.lowlevel.RunVar[Revival] = trio.lowlevel.RunVar("trizmq_revival")
+
+
+def revival() -> Revival:
+    """This trio run's :class:`Revival`, installed on first use."""
+    try:
+        return _REVIVAL.get()
+    except LookupError:
+        instrument = Revival()
+        trio.lowlevel.add_instrument(instrument)
+        _REVIVAL.set(instrument)
+        return instrument
+
+
 class ReadThrough:
     """A receiving task's way to read its only peer's connection itself.
 
@@ -665,7 +723,7 @@ class ReadThrough:
     exactly as the reader would.
     """
 
-    __slots__ = ("_raw", "_reader", "actor", "ended", "peer", "waiting")
+    __slots__ = ("_raw", "_reader", "_revival", "actor", "ended", "owed", "peer", "waiting")
 
     def __init__(self, actor: ConnectionActor, raw: RawSocket) -> None:
         self.actor = actor
@@ -676,18 +734,37 @@ class ReadThrough:
         #: the receiving task parked in :meth:`wait`, if one is (one at a time)
         self.waiting: trio.lowlevel.Task | None = None
         self._reader = Waiters()
+        #: the task left a wait with data and the reader still stands by: it is woken
+        #: before trio next waits for I/O unless the task waits again first
+        self.owed = False
+        self._revival: Revival | None = None
 
     async def wait(self) -> None:
         """Park until the connection has data; ``trio.ClosedResourceError`` when
-        :meth:`interrupt` is called or the connection ends meanwhile."""
+        :meth:`interrupt` is called or the connection ends meanwhile.
+
+        Whenever the wait ends, the reader looks at the socket again unless the task
+        waits once more first: at once when the wait failed, else before trio's run
+        loop next waits for I/O (:class:`Revival`).
+        """
         task = _current_task()
         self.waiting = task
+        self.owed = False
         try:
             await self._raw.wait_readable_too()
-        finally:
+        except BaseException:
             if self.waiting is task:
                 self.waiting = None
             self._reader.unpark_all()
+            raise
+        if self.waiting is task:
+            self.waiting = None
+        if self._reader:
+            self.owed = True
+            owing = self._revival
+            if owing is None:
+                owing = self._revival = revival()
+            owing.owed.append(self)
 
     def interrupt(self) -> None:
         """Wake the task parked in :meth:`wait`; a no-op when none is."""
