@@ -12,6 +12,11 @@ better for throughput, below 1 for latency. Issue 16's bar: ws at least 0.5x tcp
 libzmq's own ws transport is not a column: pyzmq's wheels have no ws, and the Node
 binding (zeromq.js, the interop tests' peer) adds a JavaScript promise per message
 on both ends, so its figures would measure zeromq.js, not the transport.
+
+After the table, ``wsproto alone``: what wsproto itself (no trizmq code, no I/O)
+spends per binary message, a client sending (framing and masking) and a server
+receiving (parsing, unmasking, one event), next to the time per message the 0.5x
+bar leaves each side at the tcp rate just measured.
 """
 
 from __future__ import annotations
@@ -56,6 +61,37 @@ def case_for(row: tuple[str, str, str, dict[str, Any], str], transport: str) -> 
     )
 
 
+def wsproto_alone(size: int, count: int) -> dict[str, float]:
+    """µs per message of ``size`` payload bytes in wsproto alone: a client's ``send``
+    of a BytesMessage and a server's ``receive_data``/``events`` (best of 5)."""
+    import time
+
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, BytesMessage, Request
+
+    client, server = WSConnection(ConnectionType.CLIENT), WSConnection(ConnectionType.SERVER)
+    server.receive_data(client.send(Request(host="bench", target="/", subprotocols=["ZWS2.0"])))
+    list(server.events())
+    client.receive_data(server.send(AcceptConnection(subprotocol="ZWS2.0")))
+    list(client.events())
+    payload = b"\x00" + b"x" * size  # a ZWS frame: flags byte, then the body
+    send_us, receive_us = [], []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        wire = b"".join([client.send(BytesMessage(data=payload)) for _ in range(count)])
+        send_us.append((time.perf_counter() - t0) / count * 1e6)
+        step = 256 * KIB  # what one read of a trizmq connection takes at most
+        t0 = time.perf_counter()
+        done = 0
+        for start in range(0, len(wire), step):
+            server.receive_data(wire[start : start + step])
+            for event in server.events():
+                done += bool(getattr(event, "message_finished", False))
+        receive_us.append((time.perf_counter() - t0) / count * 1e6)
+        assert done == count, done
+    return {"client_send_us": min(send_us), "server_receive_us": min(receive_us)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -96,8 +132,22 @@ def main(argv: list[str] | None = None) -> int:
             )
             shown = [format_value(medians[t], metric) for t in ("ws", "tcp")]
             print(f"| {row[1]} | {shown[0]} | {shown[1]} | {ratio:.2f} |", flush=True)
+    count = 2000 if args.quick else 20000
+    alone = {f"{size} B": wsproto_alone(size, count) for size in (64, 4 * KIB)}
+    tcp_4k = next(r["tcp"] for r in rows if r["id"] == "pushpull-4k")
+    budget = 1e6 / (0.5 * tcp_4k) if tcp_4k == tcp_4k and tcp_4k else float("nan")
+    print(
+        "\nwsproto alone, µs per message "
+        f"(the 0.5x bar leaves {budget:.1f} µs per side at 4 KiB):"
+    )
+    for size, cost in alone.items():
+        print(
+            f"  {size}: client send {cost['client_send_us']:.1f}, "
+            f"server receive {cost['server_receive_us']:.1f}"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows}, indent=2))
+        out = {"rows": rows, "wsproto_alone": alone, "budget_us_4k": budget}
+        Path(args.json).write_text(json.dumps(out, indent=2))
     return 0
 
 

@@ -108,7 +108,8 @@ def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = json.loads(out.read_text())["rows"]
+    result = json.loads(out.read_text())
+    rows = result["rows"]
     assert [row["id"] for row in rows] == [
         "pushpull-64",
         "pushpull-4k",
@@ -117,6 +118,12 @@ def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
     ]
     for row in rows:
         assert row["ws"] > 0 and row["tcp"] > 0 and row["ratio"] > 0, row
+    # wsproto's own cost per message, next to what the 0.5x bar leaves per side
+    assert set(result["wsproto_alone"]) == {"64 B", "4096 B"}
+    for cost in result["wsproto_alone"].values():
+        assert cost["client_send_us"] > 0 and cost["server_receive_us"] > 0, cost
+    assert result["budget_us_4k"] > 0
+    assert "wsproto alone" in done.stdout
 
 
 def test_the_simple_harness_compares_both_libraries() -> None:
