@@ -177,6 +177,44 @@ async def test_a_crowd_of_connections_costs_one_descriptor_each() -> None:
                     await proc.wait()
 
 
+async def test_a_connected_peer_keeps_nothing_of_its_handshake() -> None:
+    """50 libzmq peers, handshaken and idle: no handshake slot (its cancel scope, its
+    closure) stays with a connection, and each costs a bounded number of objects the
+    cyclic garbage collector walks (its tasks, pipes, codec and socket: ~94 here;
+    every full collection visits them all, so a crowd of idle peers must stay lean)."""
+    import gc
+    import subprocess
+    import sys
+
+    from trizmq.nursery.slots import HandshakeSlot
+
+    def tracked() -> list[object]:
+        gc.collect()
+        return gc.get_objects()
+
+    peers = 50
+    with trio.fail_after(60):
+        async with trizmq.Pull(bind="tcp://127.0.0.1:0") as pull:
+            endpoint = pull.statistics()["bound"][0]
+            before = len(tracked())
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _LIBZMQ_CROWD, endpoint, str(peers)],
+                stdin=subprocess.PIPE,
+            )
+            try:
+                for _ in range(peers):
+                    assert await pull.recv() == b"hi"
+                await trio.testing.wait_all_tasks_blocked()
+                objects = tracked()
+                assert not [o for o in objects if type(o) is HandshakeSlot]
+                per_peer = (len(objects) - before) / peers
+                assert per_peer <= 100, per_peer
+            finally:
+                assert proc.stdin is not None
+                await proc.stdin.aclose()
+                await proc.wait()
+
+
 # -- a burst of well-behaved peers ------------------------------------------------------
 
 _LIBZMQ_BURST = r"""

@@ -28,7 +28,7 @@ from .connection import ConnectionActor
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
     from .runtime import SocketRuntime
-    from .slots import HandshakeSlot
+    from .slots import HandshakeSlot, HandshakeSlots
 
 __all__ = ["run_acceptor"]
 
@@ -68,6 +68,30 @@ async def run_acceptor(
             runtime.nursery.start_soon(
                 _serve, runtime, transport, stream, endpoint, address, slot, bound
             )
+            del slot  # the connection's own from here: given back when its handshake ends
+
+
+class _Admission:
+    """An accepted connection's handshake slot, given back once, when its handshake
+    ends: nothing of the slot (its cancel scope, its place in the table) stays with a
+    connection that lives on for hours (a crowd of idle peers is memory the cyclic
+    garbage collector walks)."""
+
+    __slots__ = ("_slots", "cut", "slot")
+
+    def __init__(self, slots: HandshakeSlots, slot: HandshakeSlot) -> None:
+        self._slots = slots
+        self.slot: HandshakeSlot | None = slot
+        #: the handshake was cut short by its slot (evicted, or silent too long)
+        self.cut = False
+
+    def release(self) -> None:
+        """Give the slot back (once; later calls do nothing)."""
+        slot = self.slot
+        if slot is not None:
+            self.slot = None
+            self.cut = slot.scope.cancelled_caught
+            self._slots.release(slot)
 
 
 @enable_ki_protection
@@ -81,24 +105,21 @@ async def _serve(
     bound: Endpoint,
 ) -> None:
     """One accepted connection: a fresh peer that lives as long as the stream."""
+    admission = _Admission(runtime.handshake_slots, slot)
+    del slot  # the admission holds it until the handshake ends
     options = runtime.options
     peer = runtime.peers.new_peer(endpoint, *runtime.new_pipes())
     peer.remote_address = address
-    slots = runtime.handshake_slots
-
-    def release() -> None:
-        slots.release(slot)
-
-    codec = transport.codec(runtime.socket_type, options, bound, client=False)
-    actor = ConnectionActor(runtime, stream, peer, codec)
     try:
-        await actor.run(kept=False, handshake_done=release, slot=slot)
+        codec = transport.codec(runtime.socket_type, options, bound, client=False)
+        actor = ConnectionActor(runtime, stream, peer, codec)
+        await actor.run(kept=False, handshake_done=admission.release, slot=admission.slot)
     finally:
         # a failed handshake frees its slot (handshake_done) and closes the stream
         # (aclose closes before it yields) in one step: an acceptor waiting for the
         # slot never sees more than max_handshakes connections open in a handshake
-        release()
-        if slot.scope.cancelled_caught:
+        admission.release()
+        if admission.cut:
             transport.abort(stream)  # evicted or silent: no TIME_WAIT left for it
         runtime.peers.leave(peer)
         with trio.CancelScope(shield=True):

@@ -189,6 +189,8 @@ class ConnectionActor:
         finally:
             if handshake_done is not None:
                 handshake_done()
+        # nothing of the handshake stays with a connection that may live for hours
+        slot = handshake_done = None
         if leftovers is None:
             return self.outcome
         runtime, peer, codec = self.runtime, self.peer, self.codec
