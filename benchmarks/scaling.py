@@ -15,7 +15,11 @@ trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
 * **fan-in**: K PUSH processes -> one PULL; messages received per second in all,
   counted once every sender has greeted (all of them are sending).
 * **fan-out**: one PUB -> K SUB sockets (in up to four helper processes);
-  deliveries per second in all, and the PUB's CPU time per message published.
+  deliveries per second in all, the PUB's CPU time per message published and per
+  message delivered, and the share of (published x K) that was delivered: a PUB
+  whose subscribers cannot keep up drops at its high-water mark, which makes a
+  published message cheaper without delivering it (libzmq's PUB, publishing faster
+  than its SUBs take, delivers about half at K = 16; trizmq's, slower, all).
 * **subscription lengths**: one PUB -> one SUB that holds prefixes of L = 1 / 8 /
   64 distinct lengths, of which only the longest matches the messages (one-frame
   64 B messages, matched afresh each time); deliveries per second.
@@ -382,8 +386,10 @@ def fanin_row(impl: str, senders: int, duration: float) -> float:
 
 
 def fanout_row(impl: str, subscribers: int, duration: float, lengths: int = 0) -> dict[str, float]:
-    """Deliveries/s and the PUB's CPU per message; with ``lengths``, every SUB holds
-    :func:`prefixes_of` that many lengths instead of ``b""``."""
+    """Deliveries/s, the PUB's CPU per message published and per message delivered,
+    and the share of published messages times subscribers that was delivered; with
+    ``lengths``, every SUB holds :func:`prefixes_of` that many lengths instead of
+    ``b""``."""
     publisher = tz_publisher if impl == "trizmq" else zmq_publisher
     prefixes = prefixes_of(lengths) if lengths else [b""]
     with Run() as run:
@@ -410,9 +416,15 @@ def fanout_row(impl: str, subscribers: int, duration: float, lengths: int = 0) -
                 first.append(got["first"])
                 last.append(got["last"])
         span = (max(last) - min(first)) if first else duration
+        sent = published["sent"]
+        cpu_us = published["cpu_us_per_msg"] * sent
         return {
             "deliveries": received / max(span, 1e-9),
             "cpu_us_per_msg": published["cpu_us_per_msg"],
+            # what share of (published x subscribers) was delivered: a PUB whose
+            # subscribers cannot keep up drops, which makes a published message cheap
+            "delivered_share": received / max(sent * subscribers, 1),
+            "cpu_us_per_delivery": cpu_us / max(received, 1),
         }
 
 
