@@ -56,6 +56,16 @@ def curve_server(sock: LibzmqSocket, secret: bytes) -> None:
     sock.sock.curve_secretkey = secret
 
 
+async def bound_curve_server(
+    libzmq: LibzmqFactory, kind: int, secret: bytes, endpoints: Endpoints
+) -> tuple[LibzmqSocket, str]:
+    """A libzmq socket of ``kind``, a CURVE server with ``secret``, bound: it and its
+    endpoint."""
+    sock = libzmq(kind)
+    curve_server(sock, secret)
+    return sock, await sock.bind(endpoints.for_libzmq())
+
+
 def curve_client(sock: LibzmqSocket, server_public: bytes, keys: tuple[bytes, bytes]) -> None:
     sock.sock.curve_serverkey = server_public
     sock.sock.curve_publickey = keys[0]
@@ -119,9 +129,7 @@ async def test_curve_libzmq_server_trizmq_client(
     server_public, server_secret = keypair(maker)
     client_public, client_secret = keypair("libzmq" if maker == "trizmq" else "trizmq")
     with trio.fail_after(20):
-        rep = libzmq(zmq.REP)
-        curve_server(rep, server_secret)
-        endpoint = await rep.bind(endpoints.for_libzmq())
+        rep, endpoint = await bound_curve_server(libzmq, zmq.REP, server_secret, endpoints)
         security = trizmq.CurveClient(
             server_key=server_public, public_key=client_public, secret_key=client_secret
         )
@@ -250,9 +258,7 @@ async def test_libzmq_zap_refuses_an_unknown_curve_key(
     server_public, server_secret = zmq.curve_keypair()
     with trio.fail_after(20), zap_handler(zmq_ctx) as auth:
         auth.configure_curve(domain="*", location=str(certs))
-        pull = libzmq(zmq.PULL)
-        curve_server(pull, server_secret)
-        endpoint = await pull.bind(endpoints.for_libzmq())
+        pull, endpoint = await bound_curve_server(libzmq, zmq.PULL, server_secret, endpoints)
         stranger_public, stranger_secret = trizmq.curve_keypair()
         stranger = trizmq.CurveClient(
             server_key=server_public, public_key=stranger_public, secret_key=stranger_secret
@@ -347,9 +353,7 @@ async def test_trizmq_client_with_a_wrong_server_key_gets_nothing_through(
     impostor_public, _ = zmq.curve_keypair()
     client_public, client_secret = trizmq.curve_keypair()
     with trio.fail_after(20):
-        pull = libzmq(zmq.PULL)
-        curve_server(pull, server_secret)
-        endpoint = await pull.bind(endpoints.for_libzmq())
+        pull, endpoint = await bound_curve_server(libzmq, zmq.PULL, server_secret, endpoints)
         wrong = trizmq.CurveClient(
             server_key=impostor_public, public_key=client_public, secret_key=client_secret
         )
@@ -382,9 +386,7 @@ async def test_curve_stream_of_mixed_sizes_reaches_libzmq_in_order(
     for i, message in enumerate(messages):
         expected += [message] if i % 3 else [message, message]
     with trio.fail_after(60):
-        pull = libzmq(zmq.PULL)
-        curve_server(pull, server_secret)
-        endpoint = await pull.bind(endpoints.for_libzmq())
+        pull, endpoint = await bound_curve_server(libzmq, zmq.PULL, server_secret, endpoints)
         security = trizmq.CurveClient(
             server_key=server_public, public_key=client_public, secret_key=client_secret
         )
