@@ -34,13 +34,14 @@ from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
 from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
 from .handshake import ConnectionLost, handshake
 from .heartbeat import run_heartbeat
+from .pipe import Pipe
 from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
 from .slots import HandshakeCut
 from .writer import Output, StreamOutput, run_writer
 
 if TYPE_CHECKING:
     from ..transport.base import Codec
-    from ..zmtp.events import Event
+    from ..zmtp.connection import Received
     from .fastpath import FastPath
     from .peers import Peer
     from .runtime import SocketRuntime
@@ -51,6 +52,9 @@ __all__ = ["ConnectionActor"]
 log = logging.getLogger("trizmq")
 
 _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
+#: what a codec returns for a message: its frames, or the frame of a one-frame message
+#: (``Codec.bare_messages``)
+_MESSAGE_CLASSES = (list, bytes)
 
 
 class ConnectionActor:
@@ -63,6 +67,10 @@ class ConnectionActor:
         self.stream = stream
         self.peer = peer
         self.codec = codec
+        # one-frame messages queued as bytes: not tracked by the cyclic garbage
+        # collector while they wait (a conflating queue tells messages from the
+        # rest of a half-written one by their class, so it keeps lists)
+        codec.bare_messages = runtime.takes_bare_messages and type(peer.in_pipe) is Pipe
         #: the fast path of the socket, or None (portable path)
         self.fast: FastPath | None = runtime.fast
         #: how the connection ended (REFUSED after a protocol violation)
@@ -97,7 +105,7 @@ class ConnectionActor:
             self.last_heard = trio.current_time()
         self.peer_ttl = 0.0
 
-    def deliver_parsed(self, events: list[Event | list[bytes]]) -> None:
+    def deliver_parsed(self, events: list[Received]) -> None:
         """:meth:`deliver` what one ``receive_data`` call returned: when the codec
         parsed no command meanwhile, the batch is all messages and goes to the pipe
         as it is, without a look at each (the reader calls :meth:`heard` first)."""
@@ -109,13 +117,13 @@ class ConnectionActor:
         self._commands_seen = seen
         self.deliver(events)
 
-    def deliver(self, events: list[Event | list[bytes]]) -> None:
+    def deliver(self, events: list[Received]) -> None:
         """Hand a batch of parsed events to the peer's incoming pipe in one go."""
         if not events:
             return
         peer = self.peer
         pipe = peer.in_pipe
-        if len(events) == 1 and events[0].__class__ is list:
+        if len(events) == 1 and events[0].__class__ in _MESSAGE_CLASSES:
             # one message, the usual case of a request or a reply
             pipe.put(events[0])
             return
@@ -123,7 +131,7 @@ class ConnectionActor:
         batch: list[object] = []
         for event in events:
             cls = event.__class__
-            if cls is list:
+            if cls is list or cls is bytes:
                 batch.append(event)
             elif cls in _PEER_COMMANDS:
                 if wants_commands:
@@ -225,7 +233,7 @@ class ConnectionActor:
             runtime.peers.flush_lot.unpark_all()
         return self.outcome
 
-    async def _handshake(self, slot: HandshakeSlot | None) -> list[Event | list[bytes]] | None:
+    async def _handshake(self, slot: HandshakeSlot | None) -> list[Received] | None:
         """The handshake's leftover traffic, or None when it failed (outcome set)."""
         runtime, peer = self.runtime, self.peer
         try:

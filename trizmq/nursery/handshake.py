@@ -27,11 +27,12 @@ import trio
 
 from .._zap import ZAP_VERSION, current_authenticator
 from ..zmtp import ProtocolError, ZapReply, ZapRequest, decode_metadata
-from ..zmtp.events import Cancel, Event, Join, Leave, PeerError, Ping, Subscribe
+from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Subscribe
 
 if TYPE_CHECKING:
     from .._options import Options
     from ..transport.base import Codec
+    from ..zmtp.connection import Received
     from .peers import Peer
     from .slots import HandshakeSlot, HandshakeSlots
 
@@ -44,7 +45,10 @@ RECEIVE_SIZE = 256 * 1024
 
 #: events of the first traffic that may arrive with the last handshake bytes (a PING
 #: among them is answered like any other)
-_TRAFFIC = (Subscribe, Cancel, Join, Leave, Ping)
+#: what the handshake hands on of the traffic parsed with its last bytes: messages
+#: (lists of frames, or a one-frame message's bytes: ``Codec.bare_messages``) and
+#: the commands the connection acts on
+_TRAFFIC = (list, bytes, Subscribe, Cancel, Join, Leave, Ping)
 _SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -133,7 +137,7 @@ async def handshake(
     limit: float | None,
     slots: HandshakeSlots,
     slot: HandshakeSlot | None = None,
-) -> list[Event | list[bytes]]:
+) -> list[Received]:
     """Greeting, mechanism exchange and ZAP, within ``limit`` seconds (and, for an
     accepted connection, within its ``slot``: see ``slots.py``).
 
@@ -175,4 +179,4 @@ async def handshake(
                 if event.__class__ is PeerError:
                     raise ProtocolError(f"peer sent ERROR: {event.reason}")
             if codec.handshake_complete:
-                return [e for e in events if e.__class__ is list or e.__class__ in _TRAFFIC]
+                return [e for e in events if e.__class__ in _TRAFFIC]

@@ -150,7 +150,8 @@ class Pipe:
 
     def poll_message(self) -> list[bytes] | None:
         """Remove and return the oldest message, dropping any command before it; None
-        when there is none (a receive's one-peer shortcut)."""
+        when there is none (a receive's one-peer shortcut). A one-frame message
+        queued as its bytes comes back as a list."""
         items = self._items
         while items:
             item = items.popleft()
@@ -159,6 +160,8 @@ class Pipe:
                 self._became_writable()
             if item.__class__ is list:
                 return item
+            if item.__class__ is bytes:
+                return [item]
         return None
 
     def extend(self, batch: Iterable[object]) -> None:

@@ -21,7 +21,7 @@ from .fastpath import InputEnded
 from .handshake import RECEIVE_SIZE
 
 if TYPE_CHECKING:
-    from ..zmtp.events import Event
+    from ..zmtp.connection import Received
     from .connection import ConnectionActor
     from .pipe import Pipe
 
@@ -104,7 +104,7 @@ class StreamInput:
         """trio's stream calls already yield after every read."""
 
 
-async def run_reader(actor: ConnectionActor, leftovers: list[Event | list[bytes]]) -> None:
+async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
     """Read until the connection ends; leaves ``actor.outcome`` REFUSED for a protocol
     violation."""
     pipe = actor.peer.in_pipe

@@ -92,6 +92,8 @@ class SocketRuntime:
         self.socket_type = socket_type
         self.options = options
         self.strategy = strategy
+        #: whether connections may queue one-frame messages as bytes for this type
+        self.takes_bare_messages = strategy.takes_bare_messages()
         self.nursery = nursery
         #: the socket's fast-path state, or None on the portable path
         self.fast = fast

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
     from ..nursery.peers import Peer
+    from ..zmtp.connection import Received
     from ..zmtp.encoding import Buffer
-    from ..zmtp.events import Event
     from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
 
 __all__ = [
@@ -198,6 +198,11 @@ class Codec(Protocol):
         :meth:`receive_data` that returned messages only)."""
         ...
 
+    #: when True, :meth:`receive_data` may return a message of one frame as its
+    #: ``bytes`` rather than a one-item list (the runtime sets it for sockets whose
+    #: receive takes either; a codec without the saving ignores it)
+    bare_messages: bool
+
     @property
     def handshake_commands_received(self) -> int:
         """Handshake commands the peer has sent so far (how far it got)."""
@@ -216,11 +221,11 @@ class Codec(Protocol):
         words to send before closing (an HTTP 400 for a WebSocket; nothing for ZMTP)."""
         ...
 
-    def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event | list[bytes]]:
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[Received]:
         """Consume bytes; every event and message they completed, in order."""
         ...
 
-    def zap_reply(self, reply: ZapReply) -> list[Event | list[bytes]]:
+    def zap_reply(self, reply: ZapReply) -> list[Received]:
         """Resume the handshake with the authenticator's answer."""
         ...
 

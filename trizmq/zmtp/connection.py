@@ -81,8 +81,9 @@ _HEADER_SIZE = dict(HEADER_SIZE)
 #: (a kept piece costs an object and a list slot: at most ~1% more than its bytes)
 _BIG_PIECE = 4 * 1024
 
-#: one item returned by :meth:`Connection.receive_data`: an event or a message's frames
-Received: TypeAlias = Event | list[bytes]
+#: one item returned by :meth:`Connection.receive_data`: an event, a message's frames
+#: or, with :attr:`Connection.bare_messages`, a one-frame message's frame itself
+Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
 
@@ -165,6 +166,12 @@ class Connection(Handshaking):
         #: commands parsed in traffic so far: a caller that sees it unchanged across
         #: a :meth:`receive_data` call knows the call returned messages only
         self.commands_parsed = 0
+        #: when True, :meth:`receive_data` returns a message of one frame as that
+        #: frame's ``bytes`` instead of a one-item list. A caller that queues messages
+        #: by the thousand wants it: ``bytes`` are not tracked by Python's cyclic
+        #: garbage collector, lists are, and queued lists that outlive two of its
+        #: generations make it walk the whole heap again and again
+        self.bare_messages = False
         self._wrapped = False
         #: in plain (unencrypted) traffic and alive: receive_data's fast path applies
         self._plain_traffic = False
@@ -266,11 +273,16 @@ class Connection(Handshaking):
         self._big_missing = 0
         events: list[Received] = []
         frames = self._frames
-        frames.append(body)
         if not self._big_flags & MORE:
-            events.append(frames)
-            self._frames = []
+            if not frames and self.bare_messages:
+                events.append(body)
+            else:
+                frames.append(body)
+                events.append(frames)
+                self._frames = []
             self._used = 0
+        else:
+            frames.append(body)
         self._parse_keeping_rest(src, missing, events)
         return events
 
@@ -365,6 +377,7 @@ class Connection(Handshaking):
         header_sizes = _HEADER_SIZE
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
+        bare = self.bare_messages
         while pos < n:
             flags = src[pos]
             if not flags and pos + 1 < n:
@@ -374,7 +387,7 @@ class Connection(Handshaking):
                 if end <= n:
                     if not frames:
                         if end - pos <= limit:
-                            append([src[pos + 2 : end]])
+                            append(src[pos + 2 : end] if bare else [src[pos + 2 : end]])
                             pos = end
                             continue
                     elif used + end - pos <= limit and len(frames) < max_frames:
@@ -399,7 +412,7 @@ class Connection(Handshaking):
                 # a whole message in one frame: its wire size is this frame's
                 if end - pos > limit:
                     raise self._overlong(end - pos, 0)
-                append([src[start:end]])
+                append(src[start:end] if bare else [src[start:end]])
                 pos = end
                 continue
             if not flags & COMMAND:
@@ -487,8 +500,13 @@ class Connection(Handshaking):
                     if size > limit:
                         raise self._oversize(size)
                     raise self._overlong(self._used, len(frames))
-                frames.append(body)
-                if not flags & MORE:
+                if flags & MORE:
+                    frames.append(body)
+                elif not frames and self.bare_messages:
+                    events.append(body)
+                    self._used = 0
+                else:
+                    frames.append(body)
                     events.append(frames)
                     self._frames = []
                     self._used = 0

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._errors import StateError
+from .connection import Received
 from .encoding import Buffer
-from .events import Event
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .null import NullMechanism
 
@@ -38,6 +38,8 @@ class RawConnection:
     peer_identity = b""
     peer_version = (0, 0)
     commands_parsed = 0
+    #: ignored: a read is one message whose one frame is already in its list
+    bare_messages = False
     handshake_commands_received = 0
     #: no ZMTP frames: nothing written around a big frame as plain ZMTP would be (a
     #: STREAM has no fan-out to share an encoding with anyway)
@@ -56,11 +58,11 @@ class RawConnection:
     def refusal(self) -> bytes:
         return b""
 
-    def receive_data(self, data: Buffer) -> list[Event | list[bytes]]:
+    def receive_data(self, data: Buffer) -> list[Received]:
         """One message of what was read, as it is."""
         return [[bytes(data)]] if data else []
 
-    def zap_reply(self, reply: ZapReply) -> list[Event | list[bytes]]:
+    def zap_reply(self, reply: ZapReply) -> list[Received]:
         raise StateError("a raw connection has no handshake")
 
     def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:

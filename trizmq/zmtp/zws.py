@@ -197,6 +197,16 @@ class ZwsConnection:
         return self._inner.commands_parsed
 
     @property
+    def bare_messages(self) -> bool:
+        """As :attr:`Connection.bare_messages <trizmq.zmtp.Connection.bare_messages>`:
+        the inner connection parses the messages."""
+        return self._inner.bare_messages
+
+    @bare_messages.setter
+    def bare_messages(self, value: bool) -> None:
+        self._inner.bare_messages = value
+
+    @property
     def handshake_commands_received(self) -> int:
         return self._inner.handshake_commands_received
 

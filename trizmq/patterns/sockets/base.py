@@ -193,6 +193,11 @@ def has_data(peer: PeerLike) -> bool:
     return bool(peer.in_pipe)
 
 
+#: the classes of queued items that are messages: a list of frames, or the bytes of
+#: a one-frame message queued bare (see :meth:`SocketStrategy.takes_bare_messages`)
+_MESSAGE_CLASSES = (list, bytes)
+
+
 class SocketStrategy:
     """Base strategy: fair-queued input, no output; subclasses fill in the rest."""
 
@@ -232,6 +237,21 @@ class SocketStrategy:
         self._recv: Callable[[], Message | None] = self.recv
         self.recv = self._recv  # type: ignore[method-assign]
         self.shortcut_recv()
+
+    @classmethod
+    def takes_bare_messages(cls) -> bool:
+        """True when nothing but this base class's receive (:meth:`recv`,
+        :meth:`recv_into` and the one-peer shortcut) reads this type's incoming
+        queues: a message of one frame may then be queued as its ``bytes`` (see
+        ``trizmq.zmtp.Connection.bare_messages``), which they make a list again as
+        they take it. False for a type whose own receive reads its queues."""
+        base = SocketStrategy
+        return (
+            not cls.eager
+            and cls.recv is base.recv
+            and cls.recv_into is base.recv_into
+            and cls.incoming is base.incoming
+        )
 
     def reconfigure(self, options: Options) -> None:
         """The socket's options changed at run time (``Socket.set_options``)."""
@@ -302,9 +322,9 @@ class SocketStrategy:
             item = poll()
             if item is None:
                 return None
-            if item.__class__ is list and (
-                self.accepts_all or self.accept(inbound.source, item)
-            ):
+            if item.__class__ is bytes:
+                item = [item]  # a one-frame message queued bare
+            if item.__class__ is list and (self.accepts_all or self.accept(inbound.source, item)):
                 return item
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
@@ -334,8 +354,9 @@ class SocketStrategy:
             if not chunk:
                 return
             if commands:
-                chunk = [item for item in chunk if item.__class__ is list]
-            batch += chunk  # type: ignore[arg-type]
+                chunk = [item for item in chunk if item.__class__ in _MESSAGE_CLASSES]
+            # one-frame messages queued bare become lists again
+            batch += [item if item.__class__ is list else [item] for item in chunk]  # type: ignore[list-item]
             room = limit - len(batch)
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:
