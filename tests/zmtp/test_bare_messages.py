@@ -1,11 +1,15 @@
 """``Connection.bare_messages``: a one-frame message comes as its bytes, whatever the
-path that parsed it; messages of several frames and every command stay as they were."""
+path that parsed it; messages of several frames and every command stay as they were.
+And runs of one-frame messages alike (fixed-size records), which the parser takes in
+one go, parse exactly as frame by frame would, in either form."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trizmq.zmtp import Connection, Subscribe
+from trizmq.zmtp import Connection, ProtocolError, Subscribe
 
 from .helpers import feed, handshaken, raw_command, raw_frame
 from .test_curve import RawCurveClient, ready_server
@@ -70,3 +74,55 @@ def test_encrypted_one_frame_messages_come_bare() -> None:
     conn.bare_messages = True
     data = raw.message(3, 0, b"one") + raw.message(4, MORE, b"a") + raw.message(5, 0, b"b")
     assert conn.receive_data(data) == [b"one", [b"a", b"b"]]
+
+
+# -- runs of one-frame messages alike (fixed-size records) are taken in one go ----------
+
+#: a stretch of traffic: a run of ``count`` one-frame messages of one body, or one
+#: message of several frames, or a command
+stretches = st.one_of(
+    st.tuples(st.integers(1, 400), st.binary(max_size=255)).map(lambda t: [[t[1]]] * t[0]),
+    st.lists(st.binary(max_size=300), min_size=2, max_size=3).map(lambda m: [m]),
+    st.binary(max_size=8).map(lambda topic: [Subscribe(topic)]),
+)
+
+
+def wire(event: object) -> bytes:
+    if isinstance(event, Subscribe):
+        return raw_command(b"SUBSCRIBE", event.topic)
+    assert isinstance(event, list)
+    last = len(event) - 1
+    return b"".join(raw_frame(MORE if i < last else 0, f) for i, f in enumerate(event))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(stretches, min_size=1, max_size=6),
+    st.sampled_from([None, 1, 3, 64, 1000]),
+    st.booleans(),
+)
+def test_runs_parse_as_frame_by_frame(
+    plan: list[list[object]], chunk: int | None, bare: bool
+) -> None:
+    expected = [event for stretch in plan for event in stretch]
+    conn = handshaken(socket_type="XPUB", peer_type=b"XSUB")
+    conn.bare_messages = bare
+    got = feed(conn, b"".join(wire(e) for e in expected), chunk)
+    assert got == (bared(expected) if bare else expected)
+
+
+def test_a_run_over_the_limit_is_refused() -> None:
+    conn = handshaken(socket_type="PULL", peer_type=b"PUSH", maxmsgsize=10)
+    with pytest.raises(ProtocolError, match="maxmsgsize"):
+        conn.receive_data(raw_frame(0, b"x" * 20) * 50)
+    assert conn.closed
+
+
+def test_a_run_stops_at_the_first_frame_unlike_it() -> None:
+    conn = handshaken(socket_type="PULL", peer_type=b"PUSH")
+    conn.bare_messages = True
+    data = raw_frame(0, b"a" * 5) * 20 + raw_frame(0, b"b" * 6) + raw_frame(0, b"c" * 5) * 20
+    data += raw_frame(MORE, b"d" * 5) + raw_frame(0, b"e" * 5)
+    assert conn.receive_data(data) == [b"aaaaa"] * 20 + [b"bbbbbb"] + [b"ccccc"] * 20 + [
+        [b"ddddd", b"eeeee"]
+    ]

@@ -100,6 +100,41 @@ def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
         pieces.append(bytearray(piece))
 
 
+#: the most frames :func:`_parse_run` takes in one go: it looks this far ahead, so a
+#: run cut short costs it at most this much
+_RUN_WINDOW = 256
+#: runs are looked for where at least this many frames could follow, and looked for
+#: again after a run at least this long
+_RUN_WORTH = 8
+
+
+def _parse_run(
+    src: bytes, pos: int, size: int, stride: int, events: list[Received], bare: bool
+) -> int:
+    """Take the run of short last frames of ``size`` bytes that starts at ``pos`` (at
+    least the one there, at most :data:`_RUN_WINDOW`), each a whole message
+    of ``stride`` bytes on the wire that the caller checked against the limit; return
+    where the run ends. Their headers are compared with two strided slices (the flags
+    bytes all zero, the size bytes all ``size``), their bodies cut in one
+    comprehension: no Python step per frame but the slice.
+    """
+    count = min((len(src) - pos) // stride, _RUN_WINDOW)
+    stop = pos + count * stride
+    flags = src[pos:stop:stride]
+    sizes = src[pos + 1 : stop : stride]
+    # the leading run of zero flags and of equal sizes, whichever is shorter
+    count -= max(len(flags.lstrip(b"\x00")), len(sizes.lstrip(sizes[:1])))
+    stop = pos + count * stride
+    # the bodies start 2 bytes into each frame: the last one at stop - stride + 2, which
+    # is stop itself for empty frames
+    starts = range(pos + 2, stop + 2, stride)
+    if bare:
+        events += [src[i : i + size] for i in starts]
+    else:
+        events += [[src[i : i + size]] for i in starts]
+    return stop
+
+
 class Connection(Handshaking):
     """The protocol state of one connection, from greeting to traffic.
 
@@ -378,6 +413,23 @@ class Connection(Handshaking):
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
         bare = self.bare_messages
+        # fixed-size records first: runs of short one-frame messages alike, taken at C
+        # speed (_parse_run) for as long as they last; what follows a short run goes
+        # frame by frame, with no look for runs per frame
+        while not frames and pos + 1 < n and not src[pos]:
+            stride = src[pos + 1] + 2
+            if (
+                pos + _RUN_WORTH * stride > n
+                or stride > limit
+                or src[pos + stride]
+                or src[pos + stride + 1] != stride - 2
+            ):
+                break
+            stop = _parse_run(src, pos, stride - 2, stride, events, bare)
+            taken = (stop - pos) // stride
+            pos = stop
+            if taken < _RUN_WORTH:
+                break
         while pos < n:
             flags = src[pos]
             if not flags and pos + 1 < n:
