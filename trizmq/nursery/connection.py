@@ -29,6 +29,7 @@ from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
 from ..patterns.backoff import Outcome
+from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
 from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
@@ -52,9 +53,6 @@ __all__ = ["ConnectionActor"]
 log = logging.getLogger("trizmq")
 
 _PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
-#: what a codec returns for a message: its frames, or the frame of a one-frame message
-#: (``Codec.bare_messages``)
-_MESSAGE_CLASSES = (list, bytes)
 
 
 class ConnectionActor:
@@ -123,7 +121,7 @@ class ConnectionActor:
             return
         peer = self.peer
         pipe = peer.in_pipe
-        if len(events) == 1 and events[0].__class__ in _MESSAGE_CLASSES:
+        if len(events) == 1 and events[0].__class__ in MESSAGE_CLASSES:
             # one message, the usual case of a request or a reply
             pipe.put(events[0])
             return
@@ -131,7 +129,7 @@ class ConnectionActor:
         batch: list[object] = []
         for event in events:
             cls = event.__class__
-            if cls is list or cls is bytes:
+            if cls in MESSAGE_CLASSES:
                 batch.append(event)
             elif cls in _PEER_COMMANDS:
                 if wants_commands:

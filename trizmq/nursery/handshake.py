@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._zap import ZAP_VERSION, current_authenticator
+from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError, ZapReply, ZapRequest, decode_metadata
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Subscribe
 
@@ -43,12 +44,10 @@ log = logging.getLogger("trizmq")
 #: bytes asked of each read
 RECEIVE_SIZE = 256 * 1024
 
-#: events of the first traffic that may arrive with the last handshake bytes (a PING
-#: among them is answered like any other)
 #: what the handshake hands on of the traffic parsed with its last bytes: messages
-#: (lists of frames, or a one-frame message's bytes: ``Codec.bare_messages``) and
-#: the commands the connection acts on
-_TRAFFIC = (list, bytes, Subscribe, Cancel, Join, Leave, Ping)
+#: (lists of frames, or a one-frame message's bytes: ``Codec.bare_messages``) and the
+#: commands the connection acts on (a PING among them is answered like any other)
+_TRAFFIC = (*MESSAGE_CLASSES, Subscribe, Cancel, Join, Leave, Ping)
 _SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 

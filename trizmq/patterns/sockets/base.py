@@ -195,7 +195,7 @@ def has_data(peer: PeerLike) -> bool:
 
 #: the classes of queued items that are messages: a list of frames, or the bytes of
 #: a one-frame message queued bare (see :meth:`SocketStrategy.takes_bare_messages`)
-_MESSAGE_CLASSES = (list, bytes)
+MESSAGE_CLASSES = (list, bytes)
 
 
 class SocketStrategy:
@@ -354,7 +354,7 @@ class SocketStrategy:
             if not chunk:
                 return
             if commands:
-                chunk = [item for item in chunk if item.__class__ in _MESSAGE_CLASSES]
+                chunk = [item for item in chunk if item.__class__ in MESSAGE_CLASSES]
             # one-frame messages queued bare become lists again
             batch += [item if item.__class__ is list else [item] for item in chunk]  # type: ignore[list-item]
             room = limit - len(batch)
