@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trizmq.zmtp import Connection, ProtocolError, Subscribe
+from trizmq.zmtp import Connection, CurveServerMechanism, ProtocolError, Subscribe
 
 from .helpers import feed, handshaken, raw_command, raw_frame
-from .test_curve import RawCurveClient, ready_server
+from .test_curve import SERVER_SECRET, RawCurveClient, ready_server
 
 MORE = 0x01
 
@@ -74,6 +74,19 @@ def test_encrypted_one_frame_messages_come_bare() -> None:
     conn.bare_messages = True
     data = raw.message(3, 0, b"one") + raw.message(4, MORE, b"a") + raw.message(5, 0, b"b")
     assert conn.receive_data(data) == [b"one", [b"a", b"b"]]
+
+
+def test_encrypted_one_frame_messages_keep_maxmsgsize() -> None:
+    # maxmsgsize 12: a body of 10 and its 2-byte header fit, 11 does not, bare or not
+    raw = RawCurveClient()
+    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
+    conn.start()
+    ready_server(raw, conn)
+    conn.bare_messages = True
+    data = raw.message(3, 0, b"x" * 10) + raw.message(4, 0, b"") + raw.message(5, 0, b"y" * 5)
+    assert conn.receive_data(data) == [b"x" * 10, b"", b"y" * 5]
+    with pytest.raises(ProtocolError, match="maxmsgsize"):
+        conn.receive_data(raw.message(6, 0, b"x" * 11))
 
 
 # -- runs of one-frame messages alike (fixed-size records) are taken in one go ----------

@@ -447,6 +447,37 @@ def test_maxmsgsize_checked_on_the_outer_frame() -> None:
         conn.receive_data(raw.message(4, 0, b"x" * 11)[:2])
 
 
+@pytest.mark.parametrize("size", [0, 1, 222, 223, 224, 225, 300])
+def test_message_frames_around_the_short_header_boundary(size: int) -> None:
+    # the hot encoder writes a short outer header while the box fits one (inner frame
+    # under 224 bytes: 32 bytes of head, nonce and MAC around it), a long one after
+    raw = RawCurveClient()
+    conn = ready_server(raw)
+    out = bytearray()
+    conn.message_encoder()(out, [b"y" * size])
+    wire = bytes(out)
+    outer = 32 + 1 + size
+    if outer < 256:
+        assert wire[:2] == bytes((0, outer))
+        assert len(wire) == 2 + outer
+    else:
+        assert wire[:9] == b"\x02" + outer.to_bytes(8, "big")
+        assert len(wire) == 9 + outer
+    assert raw.open_message(wire) == (0, b"y" * size)
+
+
+def test_message_frames_of_any_buffer_type() -> None:
+    raw = RawCurveClient()
+    conn = ready_server(raw)
+    out = bytearray()
+    conn.message_encoder()(out, [bytearray(b"a"), memoryview(b"bc"), b"d"])
+    wire = bytes(out)
+    first, second, third = wire[:36], wire[36:73], wire[73:]
+    assert raw.open_message(first) == (1, b"a")
+    assert raw.open_message(second) == (1, b"bc")
+    assert raw.open_message(third) == (0, b"d")
+
+
 # --------------------------------------------------------------------- pairs
 
 

@@ -505,11 +505,12 @@ class Connection(Handshaking):
         # every outer frame carries one inner frame (CURVE MESSAGE); outer flags are
         # not interpreted beyond their validity, as libzmq accepts any. The header is
         # read inline (as _header does): this loop runs once per encrypted frame.
-        decode = self._mechanism.decode_frame
+        decode = self._mechanism.decode_frame_at
         limit = self._limit
         overhead = self._mechanism.overhead
         header_sizes = _HEADER_SIZE
         max_frames = self._max_frames
+        bare = self.bare_messages
         n = len(src)
         while True:
             if pos >= n:
@@ -534,7 +535,7 @@ class Connection(Handshaking):
             if end > n:
                 self._need = end - pos
                 break
-            flags, body = decode(src[start:end])
+            flags, body = decode(src, start, end)
             pos = end
             if flags & ~_INNER_FLAGS or flags == _INNER_FLAGS:
                 raise ProtocolError(f"invalid inner frame flags 0x{flags:02X}")
@@ -545,8 +546,13 @@ class Connection(Handshaking):
                 if self._dead is not None:
                     break
             else:
-                frames = self._frames
                 size = len(body)
+                if not flags and size < 256 and bare and not self._frames:
+                    # the commonest: a short one-frame message, within maxmsgsize as
+                    # its outer frame was, and one frame of any max_frames
+                    events.append(body)
+                    continue
+                frames = self._frames
                 self._used += size + (2 if size < 256 else 9)
                 if self._used > limit or len(frames) >= max_frames:
                     if size > limit:

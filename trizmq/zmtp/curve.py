@@ -43,6 +43,7 @@ Rules:
 from __future__ import annotations
 
 import hmac
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -81,6 +82,8 @@ except ImportError:  # pragma: no cover - PyNaCl 1.5: the same bytes, padded ins
 # module or those functions are missing, the public bindings above do the same work.
 _lib: Any = None
 _ffi: Any = None
+_box_easy: Any = None
+_open_easy: Any = None
 try:
     from nacl import _sodium
 
@@ -88,6 +91,9 @@ try:
         _sodium.lib, "crypto_box_open_easy_afternm"
     ):
         _lib, _ffi = _sodium.lib, _sodium.ffi
+        # looked up once: an attribute of the cffi module costs a lookup a frame
+        _box_easy = _lib.crypto_box_easy_afternm
+        _open_easy = _lib.crypto_box_open_easy_afternm
 except ImportError:  # pragma: no cover - a PyNaCl without its cffi module
     pass
 
@@ -119,9 +125,19 @@ _READY_MIN = 8 + _MAC  # 24
 _MESSAGE_HEAD = bytes((len(MESSAGE),)) + MESSAGE
 _MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
 _MAX_NONCE = (1 << 64) - 1
+#: a short nonce to and from its 8 wire bytes (big-endian), without a slice or a keyword
+_pack_nonce = struct.Struct(">Q").pack
+#: a MESSAGE body's head and short nonce, read in one call
+_unpack_head = struct.Struct(">8sQ").unpack_from
+#: what precedes the short nonce of a MESSAGE frame of a short body (< 256 bytes): the
+#: frame's header (flags 0, size) and the MESSAGE head, one piece for every size
+_SHORT_MESSAGE_PREFIX: tuple[bytes, ...] = tuple(
+    bytes((0, size)) + bytes((len(MESSAGE),)) + MESSAGE for size in range(256)
+)
 #: more frames than one message can have: a message that starts this far from the last
 #: nonce cannot run out, so its frames skip the check
 _NONCE_HEADROOM = 1 << 40
+_NONCE_SAFE = _MAX_NONCE - _NONCE_HEADROOM
 
 Buffer = bytes | bytearray | memoryview
 
@@ -264,8 +280,11 @@ class _CurveMechanism(Mechanism):
         self._peer_nonce = 0
         #: the precomputed box key between the short-term keys
         self._key = b""
-        #: the reused C buffer of the MESSAGE boxes (libsodium through cffi)
+        #: the reused C buffer of the MESSAGE boxes (libsodium through cffi), and a
+        #: memoryview of it that slices without a new cffi object per frame
         self._scratch: Any = None
+        self._buffer: Any = None
+        self._view: Any = None
 
     def _next_nonce(self) -> bytes:
         self._nonce += 1
@@ -300,67 +319,79 @@ class _CurveMechanism(Mechanism):
         out += box
 
     def _scratch_for(self, size: int) -> Any:
-        """A reused C buffer of at least ``size`` bytes for one box."""
+        """A reused C buffer of at least ``size`` bytes for one box (and its view)."""
         scratch = self._scratch
         if scratch is None or len(scratch) < size:
             scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
+            self._buffer = _ffi.buffer(scratch)  # slices to bytes
+            self._view = memoryview(self._buffer)  # slices to views, indexes to ints
         return scratch
 
     def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
         """Append one message as MESSAGE frames, one box per frame: the writer's and
         write-through's hot path (the base class's batch form loops over it)."""
-        last = len(frames) - 1
-        if _lib is None or self._nonce + _NONCE_HEADROOM > _MAX_NONCE:
+        if _lib is None or self._nonce > _NONCE_SAFE:
+            last = len(frames) - 1
             for i, frame in enumerate(frames):
                 self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
             return
-        for i, frame in enumerate(frames):
-            inner = (b"\x01" if i < last else b"\x00") + bytes(frame)
+        prefix = self._send_prefix
+        key = self._key
+        box = _box_easy
+        more = len(frames) - 1  # frames after this one
+        for frame in frames:
+            inner = (b"\x01" if more else b"\x00") + frame  # bytes, whatever frame's type
+            more -= 1
             size = len(inner)
             scratch = self._scratch
             if scratch is None or len(scratch) < size + _MAC:
                 scratch = self._scratch_for(size + _MAC)
-            self._nonce += 1
-            nonce = self._nonce.to_bytes(8, "big")
-            if _lib.crypto_box_easy_afternm(scratch, inner, size, self._send_prefix + nonce,
-                                            self._key):
+            self._nonce = counter = self._nonce + 1
+            nonce = _pack_nonce(counter)
+            if box(scratch, inner, size, prefix + nonce, key):
                 raise RuntimeError("libsodium could not box a CURVE MESSAGE")
-            size += 32  # the MESSAGE head, the short nonce and the MAC
-            out += bytes((0, size)) if size < 256 else b"\x02" + size.to_bytes(8, "big")
-            out += _MESSAGE_HEAD
+            # the MESSAGE head, the short nonce and the MAC: 32 bytes around the inner
+            # frame; the frame's header and the head come as one piece when short
+            if size < 224:
+                out += _SHORT_MESSAGE_PREFIX[size + 32]
+            else:
+                out += b"\x02" + (size + 32).to_bytes(8, "big")
+                out += _MESSAGE_HEAD
             out += nonce
-            out += _ffi.buffer(scratch, size - 16)
+            out += self._view[: size + _MAC]
 
     def decode_frame(self, body: bytes) -> tuple[int, bytes]:
-        if len(body) < _MESSAGE_MIN:
-            raise ProtocolError(f"CURVE MESSAGE of {len(body)} bytes is too short")
-        if body[:8] != _MESSAGE_HEAD:
+        return self.decode_frame_at(body, 0, len(body))
+
+    def decode_frame_at(self, src: bytes, start: int, end: int) -> tuple[int, bytes]:
+        """The MESSAGE frame body ``src[start:end]`` opened, read in place: the reader's
+        hot path, once per encrypted frame."""
+        if end - start < _MESSAGE_MIN:
+            raise ProtocolError(f"CURVE MESSAGE of {end - start} bytes is too short")
+        head, value = _unpack_head(src, start)
+        if head != _MESSAGE_HEAD:
             raise ProtocolError("expected a CURVE MESSAGE after the handshake")
-        nonce = body[8:16]
-        value = int.from_bytes(nonce, "big")
         if value <= self._peer_nonce:
             raise ProtocolError(
                 f"CURVE MESSAGE: short nonce {value} does not follow {self._peer_nonce}"
             )
+        nonce = self._receive_prefix + src[start + 8 : start + 16]
         if _lib is not None:
-            box = body[16:]
-            size = len(box) - _MAC  # >= 1: the length was checked against _MESSAGE_MIN
+            size = end - start - 16 - _MAC  # >= 1: checked against _MESSAGE_MIN above
             scratch = self._scratch
             if scratch is None or len(scratch) < size:
                 scratch = self._scratch_for(size)
-            if _lib.crypto_box_open_easy_afternm(
-                scratch, box, size + _MAC, self._receive_prefix + nonce, self._key
-            ):
+            if _open_easy(scratch, src[start + 16 : end], size + _MAC, nonce, self._key):
                 raise ProtocolError("CURVE MESSAGE: the box does not open")
             self._peer_nonce = value
-            flags = scratch[0]
+            flags = self._view[0]
             if flags > _INNER_MORE | _INNER_COMMAND:
                 raise ProtocolError(
                     f"invalid inner frame flags 0x{flags:02X} in a CURVE MESSAGE"
                 )
-            return _FROM_INNER[flags], _ffi.buffer(scratch, size)[1:]
+            return _FROM_INNER[flags], self._buffer[1:size]
         try:
-            plain = _unseal(body[16:], self._receive_prefix + nonce, self._key)
+            plain = _unseal(src[start + 16 : end], nonce, self._key)
         except CryptoError:
             raise ProtocolError("CURVE MESSAGE: the box does not open") from None
         self._peer_nonce = value

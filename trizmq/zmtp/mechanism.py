@@ -139,6 +139,10 @@ class Mechanism(abc.ABC):
         """(inner flags, inner body) of one received frame (only when :attr:`encrypts`)."""
         raise NotImplementedError(f"{type(self).__name__} does not wrap frames")
 
+    def decode_frame_at(self, src: bytes, start: int, end: int) -> tuple[int, bytes]:
+        """:meth:`decode_frame` of ``src[start:end]``; a mechanism may read it in place."""
+        return self.decode_frame(src[start:end])
+
 
 _ZAP_ERROR_CODES = frozenset({"400", "500"})
 #: properties the handshake itself owns; ZAP metadata cannot replace them
