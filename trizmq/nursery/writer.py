@@ -25,8 +25,9 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout, Hangup
-from ..zmtp.encoding import Buffer
+from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
+from ..zmtp.frames import SHORT_HEADERS
 from .fastpath import BIG_FRAME, encode_big
 from .reader import STREAM_ERRORS
 
@@ -116,10 +117,14 @@ def join_wires(
     return b"".join(wires)  # type: ignore[arg-type]
 
 
+#: the header of a last (or only) frame of each short size
+_LAST_SHORT = SHORT_HEADERS[0]
+
+
 class _Batcher:
     """Turns queued items into buffers to write, for one connection."""
 
-    __slots__ = ("_actor", "_big", "_codec", "_encode_into", "_pipe", "_share")
+    __slots__ = ("_actor", "_big", "_codec", "_encode_into", "_pipe", "_plain", "_share")
 
     def __init__(self, actor: ConnectionActor, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
         #: whose PINGs the heartbeat task times from their write
@@ -127,6 +132,8 @@ class _Batcher:
         self._codec = codec
         self._pipe = pipe
         self._encode_into = codec.message_encoder()
+        #: unencrypted ZMTP: a short one-frame message is framed here, without a call
+        self._plain = self._encode_into is encode_plain_into
         # a PUB's message for several subscribers is encoded once, unless encrypted
         self._share = codec.shares_encoding
         self._big = BIG_FRAME if zero_copy else math.inf
@@ -152,6 +159,7 @@ class _Batcher:
     def _encode(self, batch: list[Any]) -> list[Buffer]:
         pipe, codec, encode_into = self._pipe, self._codec, self._encode_into
         share, big = self._share, self._big
+        short = _LAST_SHORT if self._plain else None
         parts: list[Buffer] = []
         buf = bytearray()
         used = 0
@@ -159,6 +167,15 @@ class _Batcher:
             used += 1
             cls = item.__class__
             if cls is list:
+                if short is not None and len(item) == 1:
+                    frame = item[0]
+                    size = len(frame)
+                    if size < 256:  # the commonest: encode_plain_into's work, inline
+                        buf += short[size]
+                        buf += frame
+                        if len(buf) >= WRITE_BATCH:
+                            break
+                        continue
                 if len(item[-1]) >= big:
                     # written from the sender's own object, after this batch
                     encode_big(parts, buf, item)
