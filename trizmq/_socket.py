@@ -468,13 +468,15 @@ class Socket(SocketLife):
             while True:
                 if not self._recvable:
                     self._check_recv()
-                msg = self._strategy.recv()
+                msg = self._strategy.recv_item()
                 if msg is not None:
                     break
                 await self._wait_to_recv()
             self._ops += 1
             if self._ops >= YIELD_EVERY:
                 await self._yield_turn()
+            if isinstance(msg, bytes):  # a one-frame message, queued bare
+                return msg
             if self._own_frames:
                 msg = self._frames_of(msg)
             if len(msg) == 1:

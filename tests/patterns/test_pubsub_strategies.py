@@ -74,9 +74,13 @@ class FakePipe:
         return self.items.popleft() if self.items else None
 
     def poll_message(self) -> Any:
+        item = self.poll_item()
+        return [item] if isinstance(item, bytes) else item
+
+    def poll_item(self) -> Any:
         while self.items:
             item = self.items.popleft()
-            if isinstance(item, list):
+            if isinstance(item, (list, bytes)):
                 return item
         return None
 

@@ -152,16 +152,21 @@ class Pipe:
         """Remove and return the oldest message, dropping any command before it; None
         when there is none (a receive's one-peer shortcut). A one-frame message
         queued as its bytes comes back as a list."""
+        item = self.poll_item()
+        return [item] if isinstance(item, bytes) else item
+
+    def poll_item(self) -> list[bytes] | bytes | None:
+        """:meth:`poll_message`, but a one-frame message queued as its bytes comes as
+        they are (the single-frame receive's one-peer shortcut)."""
         items = self._items
         while items:
             item = items.popleft()
             hwm = self.hwm
             if hwm and len(items) == hwm - 1:
                 self._became_writable()
-            if item.__class__ is list:
-                return item
-            if item.__class__ is bytes:
-                return [item]
+            cls = item.__class__
+            if cls is list or cls is bytes:
+                return item  # type: ignore[return-value]
         return None
 
     def extend(self, batch: Iterable[object]) -> None:

@@ -83,6 +83,10 @@ class Queue(Protocol):
         """The oldest message, removed, dropping any command before it; None if none."""
         ...
 
+    def poll_item(self) -> list[bytes] | bytes | None:
+        """:meth:`poll_message`, a one-frame message queued bare coming as its bytes."""
+        ...
+
     def popleft(self) -> object:
         """The oldest item, removed; IndexError when empty."""
         ...
@@ -236,6 +240,12 @@ class SocketStrategy:
         # keeps one attribute layout (Python's fast attribute access depends on it)
         self._recv: Callable[[], Message | None] = self.recv
         self.recv = self._recv  # type: ignore[method-assign]
+        # likewise for the form a single-frame receive takes (a type with its own
+        # recv has no bare messages: recv_item is its recv)
+        self._recv_item: Callable[[], Message | bytes | None] = (
+            self.recv_item if type(self).recv is SocketStrategy.recv else self._recv
+        )
+        self.recv_item = self._recv_item  # type: ignore[method-assign]
         self.shortcut_recv()
 
     @classmethod
@@ -261,9 +271,9 @@ class SocketStrategy:
 
     def shortcut_recv(self) -> None:
         """With one peer that has not left, and every message accepted, :meth:`recv` is
-        that peer's pipe's ``poll_message``: what it would do anyway, one call less
-        per message (the commonest case). Called whenever the peers or
-        :attr:`accepts_all` change."""
+        that peer's pipe's ``poll_message`` and :meth:`recv_item` its ``poll_item``:
+        what they would do anyway, one call less per message (the commonest case).
+        Called whenever the peers or :attr:`accepts_all` change."""
         only = self.inbound.only
         if (
             only is not None
@@ -271,9 +281,12 @@ class SocketStrategy:
             and self.accepts_all
             and type(self).recv is SocketStrategy.recv
         ):
-            self.recv = only.in_pipe.poll_message  # type: ignore[method-assign]
+            pipe = only.in_pipe
+            self.recv = pipe.poll_message  # type: ignore[method-assign]
+            self.recv_item = pipe.poll_item  # type: ignore[method-assign]
         else:
             self.recv = self._recv  # type: ignore[method-assign]
+            self.recv_item = self._recv_item  # type: ignore[method-assign]
 
     # -- peers -------------------------------------------------------------------
     def attach(self, peer: PeerLike) -> bool:
@@ -316,16 +329,26 @@ class SocketStrategy:
 
     def recv(self) -> Message | None:
         """The next message, fair-queued over peers; None when there is none."""
+        item = self._recv_item()
+        return [item] if isinstance(item, bytes) else item
+
+    def recv_item(self) -> Message | bytes | None:
+        """:meth:`recv`, but a one-frame message queued as its ``bytes`` comes as they
+        are: the single-frame receive's form, which takes the frame out anyway."""
         inbound = self.inbound
         poll = inbound.poll
         while True:
             item = poll()
             if item is None:
                 return None
-            if item.__class__ is bytes:
-                item = [item]  # a one-frame message queued bare
-            if item.__class__ is list and (self.accepts_all or self.accept(inbound.source, item)):
-                return item
+            cls = item.__class__
+            if cls is bytes:
+                if self.accepts_all or self.accept(inbound.source, [item]):  # type: ignore[list-item]
+                    return item  # type: ignore[return-value]
+            elif cls is list and (
+                self.accepts_all or self.accept(inbound.source, item)  # type: ignore[arg-type]
+            ):
+                return item  # type: ignore[return-value]
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Append messages to ``batch`` while it is shorter than ``limit``, as calls
