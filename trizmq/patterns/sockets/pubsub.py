@@ -98,6 +98,11 @@ class PubStrategy(SocketStrategy):
         self._offers: list[Callable[[object], bool]] | None = None
         #: the same peers' ``offer_many``, for a batch
         self._offer_manys: list[Callable[[list[object]], int]] | None = None
+        # the strategy's own send, which refresh() may stand in front of with the
+        # one-subscriber send (both instance attributes from the start: see
+        # SocketStrategy.__init__)
+        self._send: Callable[[Message], bool] = self.send
+        self.send = self._send  # type: ignore[method-assign]
 
     def attach(self, peer: PeerLike) -> bool:
         self.subscribers.add_peer(peer)
@@ -112,6 +117,7 @@ class PubStrategy(SocketStrategy):
         self.vanished(self.subscribers.remove_peer(peer))
         # hold no departed peer; the cache is rebuilt at the next send
         self._version = -1
+        self.send = self._send  # type: ignore[method-assign,assignment]
         self._peers = []
         self._offers = None
         self._offer_manys = None
@@ -133,6 +139,26 @@ class PubStrategy(SocketStrategy):
         self._offers = [peer.out_pipe.offer for peer in peers] if shared else None
         self._offer_manys = [peer.out_pipe.offer_many for peer in peers] if shared else None
         self._routes = {}
+        if len(peers) == 1 and type(self).send is PubStrategy.send:
+            self.send = self._to_one(peers[0].out_pipe.offer)  # type: ignore[method-assign,assignment]
+        else:
+            self.send = self._send  # type: ignore[method-assign,assignment]
+
+    def _to_one(self, offer: Callable[[object], bool]) -> Callable[[Message], bool]:
+        """:meth:`send` while every message goes to one subscriber (the commonest
+        publisher): its pipe's ``offer``, a full pipe counted as a drop, until the
+        subscriptions change (then :meth:`send` itself, which refreshes)."""
+        subscribers = self.subscribers
+        version = self._version
+
+        def send(msg: Message) -> bool:
+            if subscribers.version != version:
+                return self._send(msg)
+            if not offer(msg):
+                self.dropped += 1
+            return True
+
+        return send
 
     def send(self, msg: Message) -> bool:
         first = msg[0]
