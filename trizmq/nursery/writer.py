@@ -167,16 +167,16 @@ class _Batcher:
             used += 1
             cls = item.__class__
             if cls is list:
-                if short is not None and len(item) == 1:
-                    frame = item[0]
-                    size = len(frame)
-                    if size < 256:  # the commonest: encode_plain_into's work, inline
-                        buf += short[size]
-                        buf += frame
-                        if len(buf) >= WRITE_BATCH:
-                            break
-                        continue
-                if len(item[-1]) >= big:
+                last = item[-1]
+                size = len(last)
+                if size < 256 and short is not None and len(item) == 1:
+                    # the commonest: encode_plain_into's work, inline
+                    buf += short[size]
+                    buf += last
+                    if len(buf) >= WRITE_BATCH:
+                        break
+                    continue
+                if size >= big:
                     # written from the sender's own object, after this batch
                     encode_big(parts, buf, item)
                     buf = bytearray()

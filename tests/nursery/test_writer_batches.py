@@ -1,0 +1,82 @@
+"""The writer's batches are the codec's encoding, byte for byte, whatever mix of
+messages is queued: short one-frame messages (which the writer frames itself on
+unencrypted ZMTP), frames of 255 and 256 bytes around the short-header boundary,
+several frames, other buffer types and commands between them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from zmtp.helpers import handshaken
+from zmtp.test_curve import OK, curve_pair
+
+from trizmq.nursery.pipe import Pipe
+from trizmq.nursery.writer import _Batcher
+from trizmq.zmtp import CurveClientMechanism, CurveServerMechanism
+from trizmq.zmtp.events import Subscribe
+
+MESSAGES: list[Any] = [
+    [b"a"],
+    [b""],
+    [b"x" * 255],
+    [b"y" * 256],
+    [b"m", b"n"],
+    Subscribe(b"topic"),
+    [bytearray(b"ba")],
+    [memoryview(b"mv")],
+    [b"z" * 70_000],
+    [b"last"],
+]
+
+
+def expected(codec: Any, items: list[Any]) -> bytes:
+    out = bytearray()
+    for item in items:
+        if isinstance(item, Subscribe):
+            out += codec.encode_subscribe(item.topic)
+        else:
+            out += codec.encode_message(item)
+    return bytes(out)
+
+
+def written(codec: Any, items: list[Any]) -> bytes:
+    pipe = Pipe(0)
+    pipe.extend(items)
+    batcher = _Batcher(None, codec, pipe, zero_copy=False)  # type: ignore[arg-type]
+    assert batcher._plain is not codec.mechanism.encrypts  # the inline framing's switch
+    out = bytearray()
+    while pipe:
+        for part in batcher.next_parts():
+            out += part
+    return bytes(out)
+
+
+def test_plain_batches_are_the_codecs_encoding() -> None:
+    codec = handshaken("XPUB", b"XSUB")
+    assert written(codec, MESSAGES) == expected(codec, MESSAGES)
+
+
+@pytest.mark.parametrize("size", [0, 1, 64, 254, 255, 256, 257])
+def test_runs_of_one_size_are_the_codecs_encoding(size: int) -> None:
+    codec = handshaken("PUSH", b"PULL")
+    items = [[bytes([i % 256]) * size] for i in range(3000)]
+    assert written(codec, items) == expected(codec, items)
+
+
+def test_encrypted_batches_open_as_queued() -> None:
+    # CURVE frames every message through the mechanism (no inline framing): what the
+    # writer writes opens, in order, to what was queued
+    pair = curve_pair(client_type="XSUB", server_type="XPUB")
+    pair.pump()
+    pair.b.zap_reply(OK)
+    pair.a.receive_data(pair.b.data_to_send())
+    pair.b.receive_data(pair.a.data_to_send())
+    client, server = pair.a, pair.b
+    assert isinstance(client.mechanism, CurveClientMechanism)
+    assert isinstance(server.mechanism, CurveServerMechanism)
+    got = server.receive_data(written(client, MESSAGES))
+    assert got == [
+        Subscribe(b"topic") if isinstance(m, Subscribe) else [bytes(f) for f in m]
+        for m in MESSAGES
+    ]
