@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from zmtp.helpers import handshaken
 from zmtp.test_curve import OK, curve_pair
+from zmtp.test_plain import zap_handshake
 
 from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.writer import _Batcher
@@ -67,11 +68,7 @@ def test_runs_of_one_size_are_the_codecs_encoding(size: int) -> None:
 def test_encrypted_batches_open_as_queued() -> None:
     # CURVE frames every message through the mechanism (no inline framing): what the
     # writer writes opens, in order, to what was queued
-    pair = curve_pair(client_type="XSUB", server_type="XPUB")
-    pair.pump()
-    pair.b.zap_reply(OK)
-    pair.a.receive_data(pair.b.data_to_send())
-    pair.b.receive_data(pair.a.data_to_send())
+    pair = zap_handshake(curve_pair(client_type="XSUB", server_type="XPUB"), OK)
     client, server = pair.a, pair.b
     assert isinstance(client.mechanism, CurveClientMechanism)
     assert isinstance(server.mechanism, CurveServerMechanism)

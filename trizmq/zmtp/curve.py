@@ -280,8 +280,10 @@ class _CurveMechanism(Mechanism):
         self._peer_nonce = 0
         #: the precomputed box key between the short-term keys
         self._key = b""
-        #: the reused C buffer of the MESSAGE boxes (libsodium through cffi), and a
-        #: memoryview of it that slices without a new cffi object per frame
+        #: the reused C buffer of the MESSAGE boxes (libsodium through cffi), and two
+        #: views of it made with it, so that no frame makes a cffi object: a cffi
+        #: buffer (its slices are bytes: an opened body) and a memoryview of that (its
+        #: slices are views, appended to a write; its items are ints: the inner flags)
         self._scratch: Any = None
         self._buffer: Any = None
         self._view: Any = None
