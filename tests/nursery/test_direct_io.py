@@ -232,8 +232,9 @@ async def test_flooded_reader_lets_other_tasks_run() -> None:
 class _FakeConn:
     """The part of a ZMTP Connection the writer uses, with a switch to end it."""
 
-    class mechanism:  # mirrors conn.mechanism.encrypts
+    class mechanism:  # mirrors conn.mechanism.encrypts and .runs
         encrypts = False
+        runs = False
 
     #: plain ZMTP: one encoding serves every connection
     shares_encoding = True

@@ -77,3 +77,24 @@ def test_encrypted_batches_open_as_queued() -> None:
         Subscribe(b"topic") if isinstance(m, Subscribe) else [bytes(f) for f in m]
         for m in MESSAGES
     ]
+
+
+@pytest.mark.parametrize("size", [0, 64, 222, 223])
+def test_encrypted_runs_open_as_queued(size: int) -> None:
+    # CURVE boxes a run of short one-frame messages in the mechanism's own loop
+    # (seal_run), over several writes of WRITE_BATCH bytes; a run broken by anything
+    # else, and the runs after it, open in order to what was queued
+    pair = zap_handshake(curve_pair(client_type="XSUB", server_type="XPUB"), OK)
+    client, server = pair.a, pair.b
+    assert _Batcher(None, client, Pipe(0), zero_copy=False)._seal_run is not None  # type: ignore[arg-type]
+    run = [[bytes([i % 256]) * size] for i in range(3000)]
+    items = run + MESSAGES + run[:100]
+    got = server.receive_data(written(client, items))
+    assert got == [
+        Subscribe(b"topic") if isinstance(m, Subscribe) else [bytes(f) for f in m] for m in items
+    ]
+
+
+def test_plain_batches_take_no_mechanism_run() -> None:
+    codec = handshaken("PUSH", b"PULL")
+    assert _Batcher(None, codec, Pipe(0), zero_copy=False)._seal_run is None  # type: ignore[arg-type]

@@ -7,12 +7,15 @@ interop tests put libzmq (pyzmq) on the other end of a real TCP connection.
 
 from __future__ import annotations
 
+import copy
 import socket
 from typing import Any
 
 import pytest
 import zmq
 import zmq.auth.thread
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nacl.public import Box, PrivateKey, PublicKey
 
 from trizmq._security import CurveClient, CurveServer, PlainClient, PlainServer
@@ -476,6 +479,112 @@ def test_message_frames_of_any_buffer_type() -> None:
     assert raw.open_message(first) == (1, b"a")
     assert raw.open_message(second) == (1, b"bc")
     assert raw.open_message(third) == (0, b"d")
+
+
+# -- a read's short MESSAGE frames opened in the mechanism's loop (open_run) -----------
+
+#: a stretch of encrypted traffic: a run of ``count`` one-frame messages, one message of
+#: several frames, or a PING (a command inside the box)
+curve_stretches = st.one_of(
+    st.tuples(st.integers(1, 30), st.binary(max_size=230)).map(lambda t: [[t[1]]] * t[0]),
+    st.lists(st.binary(max_size=240), min_size=2, max_size=3).map(lambda m: [m]),
+    st.binary(max_size=8).map(lambda context: [Ping(1.5, context)]),
+)
+
+
+def boxed(raw: RawCurveClient, events: list[object], nonce: int) -> bytes:
+    """``events`` as the independent client boxes them, from short nonce ``nonce``."""
+    out = []
+    for event in events:
+        if isinstance(event, Ping):
+            out.append(raw.message(nonce, 0x02, b"\x04PING" + b"\x00\x0f" + event.context))
+            nonce += 1
+            continue
+        assert isinstance(event, list)
+        for i, frame in enumerate(event):
+            out.append(raw.message(nonce, 0x01 if i < len(event) - 1 else 0x00, frame))
+            nonce += 1
+    return b"".join(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(curve_stretches, min_size=1, max_size=5),
+    st.sampled_from([None, 1, 50, 333, 4096]),
+    st.booleans(),
+)
+def test_short_frames_open_in_runs_as_one_by_one(
+    plan: list[list[object]], chunk: int | None, bare: bool
+) -> None:
+    expected = [event for stretch in plan for event in stretch]
+    raw = RawCurveClient()
+    conn = ready_server(raw)
+    conn.bare_messages = bare
+    data = boxed(raw, expected, 3)
+    got: list[object] = []
+    step = chunk or len(data)
+    for i in range(0, len(data), step):
+        got += conn.receive_data(data[i : i + step])
+    if bare:
+        expected = [e[0] if isinstance(e, list) and len(e) == 1 else e for e in expected]
+    assert got == expected
+
+
+def test_a_run_refuses_what_one_by_one_refuses() -> None:
+    # the loop stops before a frame it does not take, and the frame loop refuses it
+    # with its own error
+    raw = RawCurveClient()
+    conn = ready_server(raw)
+    conn.bare_messages = True
+    good = b"".join(raw.message(n, 0, b"ok") for n in range(3, 13))
+    tampered = bytearray(raw.message(13, 0, b"payload"))
+    tampered[-3] ^= 1
+    with pytest.raises(ProtocolError, match="the box does not open"):
+        conn.receive_data(good + bytes(tampered))
+    assert conn.closed
+    for bad, message in [
+        (lambda raw: raw.message(7, 0, b"replayed"), "short nonce 7 does not follow 12"),
+        (lambda raw: raw_frame(0x00, b"\x07MESSAGE" + bytes(24)), "too short"),
+        (lambda raw: raw.message(13, 0x03, b"x"), "inner frame flags"),
+    ]:
+        raw = RawCurveClient()
+        conn = ready_server(raw)
+        good = b"".join(raw.message(n, 0, b"ok") for n in range(3, 13))
+        with pytest.raises(ProtocolError, match=message):
+            conn.receive_data(good + bad(raw))
+    raw = RawCurveClient()
+    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
+    conn.start()
+    ready_server(raw, conn)
+    small = b"".join(raw.message(n, 0, b"x" * 10) for n in range(3, 13))
+    with pytest.raises(ProtocolError, match="maxmsgsize"):
+        conn.receive_data(small + raw.message(13, 0, b"x" * 11))
+
+
+def test_seal_run_boxes_as_one_by_one_and_stops_where_it_must() -> None:
+    pair = zap_handshake(curve_pair(client_type="PUSH", server_type="PULL"), OK)
+    mechanism = pair.a.mechanism
+    twin = copy.deepcopy(mechanism)
+    # bodies up to 222 bytes take a short outer header (a 224-byte inner frame not)
+    short = [[b"a" * n] for n in (0, 1, 64, 221, 222)]
+    items: list[object] = [*short, [b"two", b"frames"], [b"after"]]
+    out, expected = bytearray(), bytearray()
+    assert mechanism.seal_run(out, items, 0, 1 << 20) == 5  # stops at the two frames
+    for item in short:
+        twin.encode_message_into(expected, item)
+    assert out == expected
+    # a long frame and anything not a list of one frame end the run
+    for stopper in ([b"b" * 223], Ping(1.0, b""), (b"tuple",), [b"b" * 300]):
+        assert mechanism.seal_run(out, [[b"c"], stopper, [b"d"]], 0, 1 << 20) == 1
+        twin.encode_message_into(expected, [b"c"])
+        assert out == expected
+    # it may start anywhere, and stops once ``out`` holds ``stop`` bytes
+    assert mechanism.seal_run(out, [[b"e"]] * 10, 4, len(out) + 1) == 5
+    twin.encode_message_into(expected, [b"e"])
+    assert out == expected
+    pair.a_sends(bytes(out))
+    _, got = pair.pump()
+    assert got == [*short, *[[b"c"]] * 4, [b"e"]]
 
 
 # --------------------------------------------------------------------- pairs

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
@@ -124,7 +125,16 @@ _LAST_SHORT = SHORT_HEADERS[0]
 class _Batcher:
     """Turns queued items into buffers to write, for one connection."""
 
-    __slots__ = ("_actor", "_big", "_codec", "_encode_into", "_pipe", "_plain", "_share")
+    __slots__ = (
+        "_actor",
+        "_big",
+        "_codec",
+        "_encode_into",
+        "_pipe",
+        "_plain",
+        "_seal_run",
+        "_share",
+    )
 
     def __init__(self, actor: ConnectionActor, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
         #: whose PINGs the heartbeat task times from their write
@@ -134,6 +144,14 @@ class _Batcher:
         self._encode_into = codec.message_encoder()
         #: unencrypted ZMTP: a short one-frame message is framed here, without a call
         self._plain = self._encode_into is encode_plain_into
+        #: a mechanism that wraps a run of short one-frame messages in one loop (CURVE),
+        #: when the codec's bytes are the mechanism's own (not inside WebSocket frames)
+        mechanism = codec.mechanism
+        self._seal_run = (
+            mechanism.seal_run
+            if mechanism.runs and self._encode_into == mechanism.encode_message_into
+            else None
+        )
         # a PUB's message for several subscribers is encoded once, unless encrypted
         self._share = codec.shares_encoding
         self._big = BIG_FRAME if zero_copy else math.inf
@@ -163,7 +181,12 @@ class _Batcher:
         parts: list[Buffer] = []
         buf = bytearray()
         used = 0
-        for item in batch:
+        items: Iterable[Any] = batch
+        if self._seal_run is not None:
+            # a stream of short one-frame messages, wrapped in the mechanism's loop
+            used = self._seal_run(buf, batch, 0, WRITE_BATCH)
+            items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
+        for item in items:
             used += 1
             cls = item.__class__
             if cls is list:

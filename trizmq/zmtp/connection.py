@@ -505,38 +505,47 @@ class Connection(Handshaking):
         # every outer frame carries one inner frame (CURVE MESSAGE); outer flags are
         # not interpreted beyond their validity, as libzmq accepts any. The header is
         # read inline (as _header does): this loop runs once per encrypted frame.
-        decode = self._mechanism.decode_frame_at
+        mechanism = self._mechanism
+        decode = mechanism.decode_frame_at
+        # the mechanism's own loop over frames with short headers, where it has one
+        run = mechanism.open_run if mechanism.runs else None
         limit = self._limit
-        overhead = self._mechanism.overhead
+        overhead = mechanism.overhead
         header_sizes = _HEADER_SIZE
         max_frames = self._max_frames
         bare = self.bare_messages
         n = len(src)
         while True:
-            if pos >= n:
-                self._need = 0
-                break
-            header_size = header_sizes.get(src[pos])
-            if header_size is None:
-                raise ProtocolError(flags_error(src[pos]))
-            if n - pos < header_size:
-                self._need = header_size
-                break
-            if header_size == 2:
-                size = src[pos + 1]
-                start = pos + 2
-            else:
-                size = LONG_HEADER.unpack_from(src, pos)[1]
-                start = pos + header_size
-            # the inner frame has size - overhead bytes and a header of 2 at least
-            if size - overhead + 2 > limit:
-                raise self._oversize(size - overhead)
-            end = start + size
-            if end > n:
-                self._need = end - pos
-                break
-            flags, body = decode(src, start, end)
-            pos = end
+            body: bytes | None = None
+            if run is not None and pos < n and src[pos] < 2 and not self._frames:
+                # whole one-frame messages are appended there; it stops at the first
+                # frame it does not take, or hands back one it opened that is not one
+                pos, flags, body = run(src, pos, limit, events, bare)
+            if body is None:
+                if pos >= n:
+                    self._need = 0
+                    break
+                header_size = header_sizes.get(src[pos])
+                if header_size is None:
+                    raise ProtocolError(flags_error(src[pos]))
+                if n - pos < header_size:
+                    self._need = header_size
+                    break
+                if header_size == 2:
+                    size = src[pos + 1]
+                    start = pos + 2
+                else:
+                    size = LONG_HEADER.unpack_from(src, pos)[1]
+                    start = pos + header_size
+                # the inner frame has size - overhead bytes and a header of 2 at least
+                if size - overhead + 2 > limit:
+                    raise self._oversize(size - overhead)
+                end = start + size
+                if end > n:
+                    self._need = end - pos
+                    break
+                flags, body = decode(src, start, end)
+                pos = end
             if flags & ~_INNER_FLAGS or flags == _INNER_FLAGS:
                 raise ProtocolError(f"invalid inner frame flags 0x{flags:02X}")
             if flags & COMMAND:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping, Sequence
-from typing import ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
@@ -88,6 +88,9 @@ class Mechanism(abc.ABC):
     encrypts: ClassVar[bool] = False
     #: bytes wrapping adds to a frame body (for the early ``maxmsgsize`` check)
     overhead: ClassVar[int] = 0
+    #: True when :meth:`seal_run` and :meth:`open_run` take runs of frames (else they
+    #: take none and the codec does not call them)
+    runs: ClassVar[bool] = False
 
     def __init__(self, *, as_server: bool = False) -> None:
         #: our role, from local configuration (sent in the greeting's as-server byte)
@@ -142,6 +145,26 @@ class Mechanism(abc.ABC):
     def decode_frame_at(self, src: bytes, start: int, end: int) -> tuple[int, bytes]:
         """:meth:`decode_frame` of ``src[start:end]``; a mechanism may read it in place."""
         return self.decode_frame(src[start:end])
+
+    def seal_run(self, out: bytearray, items: Sequence[object], start: int, stop: int) -> int:
+        """Append the wrapped wire form of the one-frame messages ``items[start:]``
+        (each a list of one short frame, as a socket queues them) in one loop, up to
+        the first item that is not one or until ``out`` holds ``stop`` bytes; return
+        the index of the first item not taken. The base class takes none: a mechanism
+        whose per-message call is worth saving (CURVE) overrides it."""
+        return start
+
+    def open_run(
+        self, src: bytes, pos: int, limit: int, events: list[Any], bare: bool
+    ) -> tuple[int, int, bytes | None]:
+        """Unwrap the wrapped frames with short headers from ``src[pos]`` on in one
+        loop, appending each that is a whole message of one frame to ``events`` (its
+        body when ``bare``, else a list of it); stop at the first frame it does not
+        take (a long header, one not all there, one breaking ``limit`` or any rule,
+        which the caller's frame-by-frame loop then reads and refuses). Return where
+        it stopped, and the inner (ZMTP flags, body) of a frame it unwrapped but that
+        is not a whole message, or ``(pos, 0, None)``. The base class takes none."""
+        return pos, 0, None
 
 
 _ZAP_ERROR_CODES = frozenset({"400", "500"})
