@@ -517,7 +517,15 @@ class Connection(Handshaking):
         n = len(src)
         while True:
             body: bytes | None = None
-            if run is not None and pos < n and src[pos] < 2 and not self._frames:
+            if (
+                run is not None
+                and pos + 1 < n
+                and src[pos] < 2
+                and pos + _RUN_WORTH * (src[pos + 1] + 2) <= n
+                and not self._frames
+            ):
+                # a read with room for a run of frames like this one (a request of a
+                # frame or two, alone in its read, goes frame by frame: cheaper so):
                 # whole one-frame messages are appended there; it stops at the first
                 # frame it does not take, or hands back one it opened that is not one
                 pos, flags, body = run(src, pos, limit, events, bare)
