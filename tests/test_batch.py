@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
@@ -123,17 +121,17 @@ async def test_pub_send_many_reaches_every_subscriber_past_a_muted_one(
     """A batch published to three subscribers, one of which reads nothing: the
     other two get every message in order; the muted one's queue stops at its mark
     and the rest is dropped for it alone. Over tcp (fast path), the batches are
-    written by the publishing task as one shared buffer, whole while the kernel
-    takes them and in part once the muted one's buffers are full."""
+    corked and written as their shared buffers (RawOutput.flush), whole while the
+    kernel takes them and in part once the muted one's buffers are full."""
     runs = {True: 0, False: 0}
-    real = RawOutput._write_run
+    real = RawOutput._write_runs
 
-    def counting(output: RawOutput, items: Any, run: Any) -> bool:
-        whole = real(output, items, run)
+    def counting(output: RawOutput) -> bool:
+        whole = real(output)
         runs[whole] += 1
         return whole
 
-    monkeypatch.setattr(RawOutput, "_write_run", counting)
+    monkeypatch.setattr(RawOutput, "_write_runs", counting)
     endpoint = "tcp://127.0.0.1:0" if transport == "tcp" else "inproc://batch-pub"
     with trio.fail_after(20):
         # an XPUB (a PUB that hands subscriptions to the application): the test

@@ -43,6 +43,7 @@ import socket
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -84,6 +85,12 @@ WRITE_BATCH = 64 * 1024
 RUN_BYTES = 256 * 1024
 #: scheduler passes a reader lets go by before it reads again after handing on a message
 LOOK_AGAIN_AFTER = 2
+#: a publisher's batches held back for an idle connection (corked) go out once this
+#: many messages wait, ...
+CORK_ITEMS = 256
+#: ... or once the oldest has waited this long (seconds, trio's clock) while the
+#: publisher kept publishing in every scheduler pass
+CORK_TIME = 0.0005
 
 _current_task = trio.lowlevel.current_task
 
@@ -174,7 +181,7 @@ class RawSocket:
     releases the duplicate.
     """
 
-    __slots__ = ("_dup", "_fd", "_own", "_sock", "closed", "recv", "send")
+    __slots__ = ("_dup", "_fd", "_own", "_sock", "closed", "recv", "send", "sendmsg")
 
     def __init__(self, stream: trio.SocketStream) -> None:
         tsock = stream.socket
@@ -196,6 +203,8 @@ class RawSocket:
         self.recv = sock.recv
         #: ``send(data) -> int``; raises ``BlockingIOError`` when the kernel buffer is full
         self.send = sock.send
+        #: ``sendmsg(buffers) -> int``: several buffers with one call, likewise
+        self.sendmsg = sock.sendmsg
 
     @classmethod
     def of(cls, stream: trio.abc.Stream) -> RawSocket | None:
@@ -415,20 +424,15 @@ class RawOutput:
         non-blocking call from that task; True when all of it went out.
 
         As :meth:`write_now`, for a batch: up to :data:`WRITE_BATCH` bytes of
-        messages (a publisher's shared ones encoded once for all its connections),
-        stopping at a big frame or a command, which the writer takes. Whatever the
+        messages, stopping at a big frame or a command, which the writer takes (a
+        publisher's batches are corked instead and written by :meth:`flush`). Whatever the
         kernel did not take stays queued, a message begun as the bytes still owed.
         """
         items = self._pipe._items
         if self.actor.codec.closed:
             return False
         self._fast.allowed = self._fast.armed = False
-        first = items[0]
         share = self._share
-        if first.__class__ is Fanout and share:
-            run = first.run
-            if run is not None and items[-1] is run.items[-1] and len(items) == len(run.items):
-                return self._write_run(items, run)
         encode_into = self._encode_into
         buf = bytearray()
         ends: list[int] = []
@@ -453,6 +457,81 @@ class RawOutput:
                 break
         return bool(ends) and self._send_owed(items, ends, buf)
 
+    def corkable(self) -> bool:
+        """Does the queue begin with a published batch whose encoding this connection
+        shares (what a cork may hold back and :meth:`flush` write with others)?"""
+        head = self._pipe._items[0]
+        return self._share and head.__class__ is Fanout and head.run is not None
+
+    @enable_ki_protection
+    def flush(self) -> None:
+        """Write what a cork held back, the published batches queued whole with one
+        call (their shared encodings, one buffer each); the writer takes what the
+        kernel does not, and whatever else is queued."""
+        if not self._parked:
+            return  # the writer is at work (or gone): the queue is its
+        if not self._write_runs():
+            self.wake()
+
+    def _write_runs(self) -> bool:
+        """The queue's leading whole runs written with one ``sendmsg``; True when the
+        queue is empty afterwards."""
+        items = self._pipe._items
+        if not items or self.actor.codec.closed:
+            return False
+        runs: list[FanoutRun] = []
+        wires: list[bytes] = []
+        total = count = 0
+        it = iter(items)
+        for first in it:
+            run = first.run if first.__class__ is Fanout else None
+            if run is None or run.items[0] is not first:
+                break
+            size = len(run.items)
+            if size > 1:
+                deque(islice(it, size - 2), maxlen=0)
+                if next(it, None) is not run.items[-1]:
+                    break  # a run cut short for this connection (its mark): not shared
+            wire = run.wire if run.wire is not None else self._encode_run(run)
+            if not wire:
+                break
+            runs.append(run)
+            wires.append(wire)
+            total += len(wire)
+            count += len(run.ends)
+            if len(run.ends) < size or total >= RUN_BYTES:
+                break  # the rest of that run (big frames) or of the queue: later
+        if not wires:
+            return self.write_queue_now()
+        try:
+            sent = self.raw.sendmsg(wires)
+        except OSError:  # BlockingIOError included: the writer meets it again
+            return False
+        if sent == total and count == len(items):
+            items.clear()
+            return True
+        ends: list[int] = []
+        base = 0
+        for run, wire in zip(runs, wires, strict=True):
+            ends += [base + end for end in run.ends]
+            base += len(wire)
+        _split_sent(items, ends, b"".join(wires) if sent < total else b"", sent)
+        return not items
+
+    def _encode_run(self, run: FanoutRun) -> bytes:
+        """A published batch's shared encoding, made by the first connection that
+        writes it whole (up to :data:`RUN_BYTES`, and not past a big frame)."""
+        buf = bytearray()
+        encode_into = self._encode_into
+        ends = run.ends
+        for item in run.items:
+            if len(item.frames[-1]) >= BIG_FRAME or len(buf) >= RUN_BYTES:
+                break  # not copied for one write: the writers take the rest
+            encode_into(buf, item.frames)
+            ends.append(len(buf))
+        wire = run.wire = bytes(buf)
+        return wire
+
     def _send_owed(self, items: deque[object], ends: list[int], buf: Buffer) -> bool:
         """Write ``buf``, the first ``len(ends)`` queued items encoded, with one call;
         what went out leaves the queue (see :func:`_split_sent`). True when the
@@ -466,22 +545,6 @@ class RawOutput:
             return True
         _split_sent(items, ends, buf, sent)
         return not items
-
-    def _write_run(self, items: deque[object], run: FanoutRun) -> bool:
-        """The queue holds exactly one published batch: write its one shared buffer
-        (encoded by the first connection to get here), in one call."""
-        wire = run.wire
-        if wire is None:
-            buf = bytearray()
-            encode_into = self._encode_into
-            ends = run.ends
-            for item in run.items:
-                if len(item.frames[-1]) >= BIG_FRAME or len(buf) >= RUN_BYTES:
-                    break  # not copied for one write: the writers take the rest
-                encode_into(buf, item.frames)
-                ends.append(len(buf))
-            wire = run.wire = bytes(buf)
-        return bool(wire) and self._send_owed(items, run.ends, wire)
 
     @enable_ki_protection
     def write_now(self) -> bool:
@@ -563,8 +626,10 @@ class FastPath:
     __slots__ = (
         "_inbound",
         "_park",
+        "_revival",
         "allowed",
         "armed",
+        "fed_at",
         "idle",
         "pending",
         "readers",
@@ -583,6 +648,10 @@ class FastPath:
         self.idle = 0
         self.routing = False
         self.pending: list[RawOutput] = []
+        #: the scheduler pass (Revival.passes) in which the socket last published a
+        #: batch: its corks stay on while it goes on publishing
+        self.fed_at = 0
+        self._revival: Revival | None = None
         #: peer -> the ReadThrough of its live connection
         self.readers: dict[object, ReadThrough] = {}
         #: the ReadThrough a receiving task of this socket waits in, if any
@@ -616,17 +685,35 @@ class FastPath:
     ) -> int:
         """``send_batch(msgs, start)`` (a strategy's routing of a batch), then write
         through, with one call each, what it queued for the connections that were
-        idle: a batch costs each of them one system call and no wake-up."""
+        idle: a batch costs each of them one system call and no wake-up.
+
+        A published batch is corked instead (:meth:`Revival.cork`): held back, the
+        writer left idle, so that the batches the socket goes on publishing join it
+        and one system call writes several (a system call per subscriber and batch
+        is most of what a subscriber costs a publisher). The cork comes off before
+        trio's run loop next waits for I/O, or after two scheduler passes in a row in
+        which the socket published nothing (a loop of ``send_many`` and
+        ``trio.sleep(0)`` publishes every other pass), or once :data:`CORK_ITEMS`
+        messages wait or the oldest has waited :data:`CORK_TIME`.
+        """
         self.routing = True
         try:
             return send_batch(msgs, start)
         finally:
             self.routing = False
+            corks = self._revival
+            if corks is None:
+                corks = self._revival = revival()
+            self.fed_at = corks.passes
             if self.pending:
                 pending, self.pending = self.pending, []
                 allowed = self.allowed
                 for output in pending:
-                    if not (allowed and output.write_queue_now()):
+                    if not allowed:
+                        output.wake()
+                    elif output.corkable():
+                        corks.cork(output)
+                    elif not output.write_queue_now():
                         output.wake()
 
     async def wait_to_recv(self) -> None:
@@ -670,26 +757,57 @@ class Revival(trio.abc.Instrument):
     PINGs and the peer's close are read while the application does something else.
     """
 
-    __slots__ = ("_token", "owed")
+    __slots__ = ("_corked_at", "_token", "corked", "owed", "passes")
 
     def __init__(self) -> None:
         self.owed: list[ReadThrough] = []
+        #: connections whose published batches are held back (see FastPath.route_batch)
+        self.corked: list[RawOutput] = []
+        self._corked_at = 0.0
+        #: scheduler passes so far (counted as each ends)
+        self.passes = 0
         self._token = trio.lowlevel.current_trio_token()
 
+    def cork(self, output: RawOutput) -> None:
+        """Hold back what the idle ``output`` was just given (a published batch)."""
+        if not self.corked:
+            self._corked_at = trio.current_time()
+        self.corked.append(output)
+
     def before_io_wait(self, timeout: float) -> None:
-        """Wake the readers still owed a wake-up."""
+        """Wake the readers still owed a wake-up; write what corks held back."""
+        woke = self._uncork(timeout) if self.corked else False
+        self.passes += 1
         owed = self.owed
-        if not owed:
-            return
-        self.owed = []
-        woke = False
-        for read_through in owed:
-            if read_through.owed:
-                read_through.owed = False
-                read_through._reader.unpark_all()
-                woke = True
+        if owed:
+            self.owed = []
+            for read_through in owed:
+                if read_through.owed:
+                    read_through.owed = False
+                    read_through._reader.unpark_all()
+                    woke = True
         if woke and timeout > 0:
             self._token.run_sync_soon(_nothing, idempotent=True)
+
+    def _uncork(self, timeout: float) -> bool:
+        """Flush every cork once one is due (at once when the loop is about to
+        sleep); True when they were flushed. Looking costs the same whatever the
+        number of connections corked: the first one's queue stands for the others
+        (a publisher's batches go to all of them alike)."""
+        corked = self.corked
+        first = corked[0]
+        quiet = self.passes - 2  # fed in neither this pass nor the one before
+        if not (
+            timeout > 0
+            or first._fast.fed_at <= quiet
+            or len(first._pipe._items) >= CORK_ITEMS
+            or trio.current_time() - self._corked_at >= CORK_TIME
+        ):
+            return False
+        self.corked = []
+        for output in corked:
+            output.flush()
+        return True
 
 
 def _nothing() -> None:
