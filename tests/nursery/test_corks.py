@@ -1,6 +1,7 @@
 """Corks: a publisher's batches held back for idle connections, so that one system call
 writes several (FastPath.route_batch, Revival). Counted, never timed: each test says
-which rule took a cork off, with trio's clock stopped where the time rule must not."""
+which rule took a cork off, with CORK_TIME out of reach where the time rule must not
+act."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ import trizmq
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput
 
-pytestmark = pytest.mark.skipif(not fastpath.ENABLED, reason="corks are the fast path's")
+pytestmark = pytest.mark.fastpath
+
+
+@pytest.fixture(autouse=True)
+def no_time_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cork waits an hour before the time rule takes it off (unless a test says)."""
+    monkeypatch.setattr(fastpath, "CORK_TIME", 3600.0)
 
 
 @asynccontextmanager
@@ -36,6 +43,21 @@ async def publisher_and_subscribers(count: int) -> AsyncIterator[tuple[Any, list
             yield pub, subs
 
 
+@asynccontextmanager
+async def receiving(sub: Any) -> AsyncIterator[list[list[bytes]]]:
+    """A task receiving the next batch of ``sub`` into the list yielded, parked in
+    its receive before the body runs."""
+    received: list[list[bytes]] = []
+
+    async def receive() -> None:
+        received.extend(await sub.recv_many())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receive)
+        await trio.testing.wait_all_tasks_blocked()
+        yield received
+
+
 def count_flushes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes, in messages, of the queues the corks' flushes met."""
     sizes: list[int] = []
@@ -50,10 +72,10 @@ def count_flushes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 async def test_batches_published_in_every_pass_share_a_write(
-    mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # trio's clock stands still (CORK_TIME never passes) and the publisher publishes
-    # every other pass: only CORK_ITEMS takes the corks off while it publishes
+    # the publisher publishes every other pass: only CORK_ITEMS takes the corks off
+    # while it publishes
     flushes = count_flushes(monkeypatch)
     batches = 40
     async with publisher_and_subscribers(2) as (pub, subs):
@@ -74,24 +96,14 @@ async def test_batches_published_in_every_pass_share_a_write(
     assert max(flushes) >= CORK_ITEMS
 
 
-async def test_a_cork_comes_off_after_two_passes_without_publishing(
-    mock_clock: trio.testing.MockClock,
-) -> None:
-    # (two subscribers: a batch for one subscriber of everything is queued as plain
-    # messages and written at once, not corked)
-    # a publisher that publishes once while another task keeps the run loop busy
-    # (it never waits for I/O, and trio's clock stands still): the subscriber gets
-    # the batch within a few passes of the publisher going quiet
+async def test_a_cork_comes_off_after_two_passes_without_publishing() -> None:
+    # a publisher that publishes once while this task keeps the run loop busy (it
+    # never waits for I/O): the subscriber gets the batch within a few passes of
+    # the publisher going quiet. Two subscribers: a batch for one subscriber of
+    # everything is queued as plain messages and written at once, not corked.
     async with publisher_and_subscribers(2) as (pub, (sub, _)):
         passes = 0
-        received: list[list[bytes]] = []
-
-        async def receive() -> None:
-            received.extend(await sub.recv_many())
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receive)
-            await trio.testing.wait_all_tasks_blocked()
+        async with receiving(sub) as received:
             await pub.send_many([[b"one"], [b"two"]])
             while not received:
                 passes += 1
@@ -102,27 +114,20 @@ async def test_a_cork_comes_off_after_two_passes_without_publishing(
 
 
 async def test_a_cork_comes_off_after_cork_time_while_publishing(
-    mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # one message a batch, in every other pass, never CORK_ITEMS of them: the clock
-    # moving on by CORK_TIME takes the cork off
+    # one message a batch, in every other pass, never CORK_ITEMS of them: once the
+    # cork is CORK_TIME old (made 0 here, where it was an hour), it comes off
     flushes = count_flushes(monkeypatch)
     async with publisher_and_subscribers(2) as (pub, (sub, _)):
-        received: list[list[bytes]] = []
-
-        async def receive() -> None:
-            received.extend(await sub.recv_many())
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receive)
-            await trio.testing.wait_all_tasks_blocked()
+        async with receiving(sub) as received:
             sent = 0
             for _ in range(20):
                 await pub.send_many([[b"%d" % sent]])
                 sent += 1
                 await trio.sleep(0)
             assert not received and not flushes  # corked all along
-            mock_clock.jump(fastpath.CORK_TIME)
+            monkeypatch.setattr(fastpath, "CORK_TIME", 0.0)
             while not received:
                 assert sent < CORK_ITEMS // 2, "the cork stayed on"
                 await pub.send_many([[b"%d" % sent]])
