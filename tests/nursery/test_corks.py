@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+import zmq
 
 import trizmq
 from trizmq.nursery import fastpath
@@ -135,3 +136,23 @@ async def test_a_cork_comes_off_after_cork_time_while_publishing(
                 await trio.sleep(0)
         assert received[0] == [b"0"]
         assert flushes and flushes[0] < CORK_ITEMS
+
+
+async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
+    # trio calls an instrument's hook once every scheduler pass: a PUSH's batches,
+    # written at once, must not install the one corks use
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.rcvtimeo = 10_000  # the thread below is bounded too
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        async with trizmq.Push(connect=f"tcp://127.0.0.1:{port}") as push:
+            for _ in range(10):
+                assert await push.send_many([[b"x"]] * 64) == 64
+            got = await trio.to_thread.run_sync(lambda: [pull.recv() for _ in range(640)])
+            assert got == [b"x"] * 640
+            with pytest.raises(LookupError):
+                fastpath._REVIVAL.get()
+    finally:
+        pull.close(linger=0)
+        ctx.term()

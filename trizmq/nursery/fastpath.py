@@ -701,10 +701,11 @@ class FastPath:
             return send_batch(msgs, start)
         finally:
             self.routing = False
+            # the run's instrument is installed by the first cork (a socket that
+            # never corks, a PUSH's say, costs no scheduler pass a look at corks)
             corks = self._revival
-            if corks is None:
-                corks = self._revival = revival()
-            self.fed_at = corks.passes
+            if corks is not None:
+                self.fed_at = corks.passes
             if self.pending:
                 pending, self.pending = self.pending, []
                 allowed = self.allowed
@@ -712,6 +713,9 @@ class FastPath:
                     if not allowed:
                         output.wake()
                     elif output.corkable():
+                        if corks is None:
+                            corks = self._revival = revival()
+                            self.fed_at = corks.passes
                         corks.cork(output)
                     elif not output.write_queue_now():
                         output.wake()
