@@ -7,16 +7,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from itertools import accumulate
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 import zmq
+from zmtp.helpers import handshaken
 
 import trizmq
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput
+from trizmq.patterns.sockets.base import FanoutRun
 
 pytestmark = pytest.mark.fastpath
 
@@ -156,3 +159,17 @@ async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
     finally:
         pull.close(linger=0)
         ctx.term()
+
+
+def test_a_runs_shared_encoding_is_the_codecs() -> None:
+    # a published batch is encoded once for every subscriber (short one-frame
+    # messages framed inline on unencrypted ZMTP): byte for byte the codec's
+    # encoding, and each message's end where the codec's would be
+    codec = handshaken("XPUB", b"XSUB")
+    msgs = [[b"a"], [b""], [b"x" * 255], [b"y" * 256], [b"m", b"n"], [b"last"]]
+    run = FanoutRun(msgs)  # type: ignore[arg-type]
+    output = RawOutput.__new__(RawOutput)
+    output._encode_into = codec.message_encoder()
+    encoded = [codec.encode_message(m) for m in msgs]
+    assert output._encode_run(run) == run.wire == b"".join(encoded)
+    assert run.ends == list(accumulate(map(len, encoded)))

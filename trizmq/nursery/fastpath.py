@@ -51,8 +51,8 @@ from trio.lowlevel import enable_ki_protection
 
 from ..patterns.sockets.base import Fanout, FanoutRun
 from ..zmtp import ProtocolError
-from ..zmtp.encoding import Buffer
-from ..zmtp.frames import MORE, frame_header
+from ..zmtp.encoding import Buffer, encode_plain_into
+from ..zmtp.frames import MORE, SHORT_HEADERS, frame_header
 from .handshake import RECEIVE_SIZE
 from .waiters import Waiters
 
@@ -523,11 +523,20 @@ class RawOutput:
         writes it whole (up to :data:`RUN_BYTES`, and not past a big frame)."""
         buf = bytearray()
         encode_into = self._encode_into
+        # unencrypted ZMTP: a short one-frame message is framed here, as the writer
+        # does (a header from the table, then the frame), without the call
+        short = SHORT_HEADERS[0] if encode_into is encode_plain_into else None
         ends = run.ends
         for item in run.items:
-            if len(item.frames[-1]) >= BIG_FRAME or len(buf) >= RUN_BYTES:
+            frames = item.frames
+            size = len(frames[-1])
+            if size >= BIG_FRAME or len(buf) >= RUN_BYTES:
                 break  # not copied for one write: the writers take the rest
-            encode_into(buf, item.frames)
+            if size < 256 and short is not None and len(frames) == 1:
+                buf += short[size]
+                buf += frames[0]
+            else:
+                encode_into(buf, frames)
             ends.append(len(buf))
         wire = run.wire = bytes(buf)
         return wire
