@@ -21,7 +21,9 @@ What it holds:
   with one non-blocking call; what the kernel does not take goes back to the writer.
   Encrypted connections too: the task writes only while the writer is parked with
   nothing queued and sends what it encodes at once (the rest stays queued as bytes
-  owed), so CURVE's nonces go out in the order they were taken.
+  owed), so CURVE's nonces go out in the order they were taken. A publisher's
+  batches are corked instead: held back while the socket goes on publishing, then
+  written several at a time with one ``sendmsg`` (:meth:`FastPath.route_batch`).
 * **Read-through** (:class:`ReadThrough`): a task that would park in a receive, on a
   socket whose only peer is a live connection with nothing queued, waits on the
   connection's descriptor and parses what arrives itself, while the reader stands
@@ -759,7 +761,9 @@ class FastPath:
 
 class Revival(trio.abc.Instrument):
     """Wakes the readers whose receiving task left a read-through and did not come
-    back to wait, just before trio's run loop waits for I/O (one per trio run).
+    back to wait, and takes the corks off a publisher's batches when one is due, just
+    before trio's run loop waits for I/O (one per trio run, installed by the first
+    read-through or cork).
 
     A receiving task that read a connection through leaves its reader standing by:
     were the reader woken at once, it would run only to see the task waiting again
