@@ -173,3 +173,70 @@ def test_a_runs_shared_encoding_is_the_codecs() -> None:
     encoded = [codec.encode_message(m) for m in msgs]
     assert output._encode_run(run) == run.wire == b"".join(encoded)
     assert run.ends == list(accumulate(map(len, encoded)))
+
+
+class _Raw:
+    """A raw socket that records each ``sendmsg`` and takes ``room`` bytes of it."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.calls: list[list[bytes]] = []
+
+    def sendmsg(self, buffers: list[bytes]) -> int:
+        self.calls.append(list(buffers))
+        return min(self.room, sum(map(len, buffers)))
+
+
+def _output_with_queue(room: int, *queued: list[object]) -> tuple[RawOutput, _Raw]:
+    from types import SimpleNamespace
+
+    from trizmq.nursery.pipe import Pipe
+
+    codec = handshaken("XPUB", b"XSUB")
+    output = RawOutput.__new__(RawOutput)
+    output._encode_into = codec.message_encoder()
+    output._pipe = Pipe(0)
+    for items in queued:
+        output._pipe.extend(items)
+    output.actor = SimpleNamespace(codec=codec)  # type: ignore[assignment]
+    output.raw = raw = _Raw(room)  # type: ignore[assignment]
+    return output, raw
+
+
+@pytest.mark.parametrize("room", [10**6, 8, 9])
+def test_a_flush_writes_the_whole_runs_at_the_head_and_no_run_cut_short(room: int) -> None:
+    # runs a and b are queued whole; c was cut short by this connection's mark (its
+    # last message is not here): one sendmsg writes a's and b's shared encodings,
+    # c stays for the writer; a write the kernel took part of leaves the bytes
+    # still owed for the message it cut, then the rest in order
+    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])  # type: ignore[list-item]
+    b = FanoutRun([[b"b1"], [b"b2"]])  # type: ignore[list-item]
+    c = FanoutRun([[b"c1"], [b"c2"], [b"c3"]])  # type: ignore[list-item]
+    output, raw = _output_with_queue(room, a.items, b.items, c.items[:2])
+    assert output._write_runs() is False
+    assert raw.calls == [[a.wire, b.wire]]
+    left = list(output._pipe._items)
+    assert left[-2:] == c.items[:2]
+    if room > 100:
+        assert len(left) == 2
+    else:
+        wire = a.wire + b.wire  # type: ignore[operator]
+        cut = next(i for i, end in enumerate(a.ends) if end > room)
+        owed = [wire[room : a.ends[cut]]] if a.ends[cut - 1] < room else [a.items[cut]]
+        assert left[:-2] == owed + a.items[cut + 1 :] + b.items
+
+
+def test_a_flush_writes_nothing_shared_past_a_run_not_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the head's run misses its first message (written before) or its last (cut by
+    # the mark): nothing is written as shared; the ordinary path takes the queue
+    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])  # type: ignore[list-item]
+    taken: list[RawOutput] = []
+    monkeypatch.setattr(RawOutput, "write_queue_now", lambda output: taken.append(output))
+    for queue in (a.items[1:], a.items[:2]):
+        taken.clear()
+        output, raw = _output_with_queue(10**6, queue)
+        assert not output._write_runs()
+        assert raw.calls == [] and taken == [output]
+        assert list(output._pipe._items) == queue
