@@ -127,6 +127,8 @@ _MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
 _MAX_NONCE = (1 << 64) - 1
 #: a short nonce to and from its 8 wire bytes (big-endian), without a slice or a keyword
 _pack_nonce = struct.Struct(">Q").pack
+#: a short nonce written into the last 8 bytes of a reused 24-byte nonce buffer
+_pack_nonce_into = struct.Struct(">Q").pack_into
 #: a MESSAGE body's head and short nonce, read in one call
 _unpack_head = struct.Struct(">8sQ").unpack_from
 #: what precedes the short nonce of a MESSAGE frame of a short body (< 256 bytes): the
@@ -295,6 +297,14 @@ class _CurveMechanism(Mechanism):
         self._scratch: Any = None
         self._buffer: Any = None
         self._view: Any = None
+        #: the nonces of the MESSAGE boxes, each a reused 24-byte buffer (the prefix,
+        #: then the short nonce written in place) with a cffi pointer into it, so that
+        #: a box makes no nonce object; the sent one's last 8 bytes as a view (the wire)
+        self._send_nonce = bytearray()
+        self._send_nonce_c: Any = None
+        self._send_short: Any = None
+        self._receive_nonce = bytearray()
+        self._receive_nonce_c: Any = None
 
     def _next_nonce(self) -> bytes:
         self._nonce += 1
@@ -335,6 +345,12 @@ class _CurveMechanism(Mechanism):
             scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
             self._buffer = _ffi.buffer(scratch)  # slices to bytes
             self._view = memoryview(self._buffer)  # slices to views, indexes to ints
+        if self._send_nonce_c is None:
+            self._send_nonce = bytearray(self._send_prefix + bytes(8))
+            self._send_nonce_c = _ffi.from_buffer("unsigned char[]", self._send_nonce)
+            self._send_short = memoryview(self._send_nonce)[16:]
+            self._receive_nonce = bytearray(self._receive_prefix + bytes(8))
+            self._receive_nonce_c = _ffi.from_buffer("unsigned char[]", self._receive_nonce)
         return scratch
 
     def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
@@ -345,7 +361,6 @@ class _CurveMechanism(Mechanism):
             for i, frame in enumerate(frames):
                 self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
             return
-        prefix = self._send_prefix
         key = self._key
         box = _box_easy
         more = len(frames) - 1  # frames after this one
@@ -357,8 +372,8 @@ class _CurveMechanism(Mechanism):
             if scratch is None or len(scratch) < size + _MAC:
                 scratch = self._scratch_for(size + _MAC)
             self._nonce = counter = self._nonce + 1
-            nonce = _pack_nonce(counter)
-            if box(scratch, inner, size, prefix + nonce, key):
+            _pack_nonce_into(self._send_nonce, 16, counter)
+            if box(scratch, inner, size, self._send_nonce_c, key):
                 raise RuntimeError("libsodium could not box a CURVE MESSAGE")
             # the MESSAGE head, the short nonce and the MAC: 32 bytes around the inner
             # frame; the frame's header and the head come as one piece when short
@@ -367,7 +382,7 @@ class _CurveMechanism(Mechanism):
             else:
                 out += b"\x02" + (size + 32).to_bytes(8, "big")
                 out += _MESSAGE_HEAD
-            out += nonce
+            out += self._send_short
             out += self._view[: size + _MAC]
 
     def seal_run(self, out: bytearray, items: Sequence[object], start: int, stop: int) -> int:
@@ -380,8 +395,9 @@ class _CurveMechanism(Mechanism):
         scratch = self._scratch
         if scratch is None or len(scratch) < 256:
             scratch = self._scratch_for(256)
-        prefix, key, box, view = self._send_prefix, self._key, _box_easy, self._view
-        heads, pack = _SHORT_MESSAGE_PREFIX, _pack_nonce
+        key, box, view = self._key, _box_easy, self._view
+        nonce, nonce_c, short = self._send_nonce, self._send_nonce_c, self._send_short
+        heads, pack_into = _SHORT_MESSAGE_PREFIX, _pack_nonce_into
         index, count = start, len(items)
         try:
             while index < count:
@@ -393,11 +409,11 @@ class _CurveMechanism(Mechanism):
                 if size >= 224:
                     break  # a long frame header: encode_message_into's
                 counter += 1
-                nonce = pack(counter)
-                if box(scratch, inner, size, prefix + nonce, key):
+                pack_into(nonce, 16, counter)
+                if box(scratch, inner, size, nonce_c, key):
                     raise RuntimeError("libsodium could not box a CURVE MESSAGE")
                 out += heads[size + 32]
-                out += nonce
+                out += short
                 out += view[: size + _MAC]
                 index += 1
                 if len(out) >= stop:
@@ -417,14 +433,9 @@ class _CurveMechanism(Mechanism):
         scratch = self._scratch
         if scratch is None or len(scratch) < 256:
             scratch = self._scratch_for(256)
-        prefix, key, unseal, view, buffer = (
-            self._receive_prefix,
-            self._key,
-            _open_easy,
-            self._view,
-            self._buffer,
-        )
-        unpack, message_head = _unpack_head, _MESSAGE_HEAD
+        key, unseal, view, buffer = self._key, _open_easy, self._view, self._buffer
+        nonce, nonce_c = self._receive_nonce, self._receive_nonce_c
+        unpack, pack_into, message_head = _unpack_head, _pack_nonce_into, _MESSAGE_HEAD
         peer = self._peer_nonce
         append = events.append
         n = len(src)
@@ -440,8 +451,8 @@ class _CurveMechanism(Mechanism):
                 if head != message_head or value <= peer:
                     break
                 boxed = size - 16  # the MAC and the inner frame
-                nonce = prefix + src[pos + 10 : pos + 18]
-                if unseal(scratch, src[pos + 18 : end], boxed, nonce, key):
+                pack_into(nonce, 16, value)
+                if unseal(scratch, src[pos + 18 : end], boxed, nonce_c, key):
                     break
                 peer = value
                 pos = end
@@ -468,16 +479,18 @@ class _CurveMechanism(Mechanism):
             raise ProtocolError(
                 f"CURVE MESSAGE: short nonce {value} does not follow {self._peer_nonce}"
             )
-        nonce = self._receive_prefix + src[start + 8 : start + 16]
         if _lib is not None:
             size = end - start - 16 - _MAC  # >= 1: checked against _MESSAGE_MIN above
             scratch = self._scratch
             if scratch is None or len(scratch) < size:
                 scratch = self._scratch_for(size)
-            if _open_easy(scratch, src[start + 16 : end], size + _MAC, nonce, self._key):
+            _pack_nonce_into(self._receive_nonce, 16, value)
+            box = src[start + 16 : end]
+            if _open_easy(scratch, box, size + _MAC, self._receive_nonce_c, self._key):
                 raise ProtocolError("CURVE MESSAGE: the box does not open")
             self._peer_nonce = value
             return _inner_flags(self._view[0]), self._buffer[1:size]
+        nonce = self._receive_prefix + src[start + 8 : start + 16]
         try:
             plain = _unseal(src[start + 16 : end], nonce, self._key)
         except CryptoError:
