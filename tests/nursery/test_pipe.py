@@ -6,7 +6,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from trizmq.nursery.pipe import Pipe
+from trizmq.nursery.pipe import ConflatePipe, Pipe
 
 
 class Counter:
@@ -259,3 +259,23 @@ async def test_wait_is_cancellable() -> None:
             await pipe.wait_readable()
         assert scope.cancelled_caught
         assert pipe.statistics()["readers_waiting"] == 0
+
+
+def test_offer_many_each_is_offer_many_to_every_pipe() -> None:
+    # a publisher's batch to its subscribers in one call: an empty pipe is woken
+    # once, a pipe with room takes it all, one near its mark takes what it lets in,
+    # a full one nothing, a conflating pipe keeps the last; the drops are summed
+    pipes = [Pipe(0), Pipe(10), Pipe(4), Pipe(2), ConflatePipe()]
+    woken = Counter()
+    pipes[0].on_readable = woken
+    for pipe in pipes[1:4]:
+        pipe.put([b"old"])
+    pipes[3].put([b"old"])
+    batch: list[object] = [[b"a"], [b"b"], [b"c"], [b"d"]]
+    assert Pipe.offer_many_each(pipes, batch) == 1 + 4
+    assert woken.calls == 1
+    assert pipes[0].drain() == batch
+    assert pipes[1].drain() == [[b"old"], *batch]
+    assert pipes[2].drain() == [[b"old"], [b"a"], [b"b"], [b"c"]]
+    assert pipes[3].drain() == [[b"old"], [b"old"]]
+    assert pipes[4].drain() == [[b"d"]]

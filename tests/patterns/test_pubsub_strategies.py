@@ -59,6 +59,10 @@ class FakePipe:
         self.extend(taken)
         return len(taken)
 
+    @staticmethod
+    def offer_many_each(queues: Any, batch: list[Any]) -> int:
+        return sum(len(batch) - queue.offer_many(batch) for queue in queues)
+
     def take(self, limit: int) -> list[Any]:
         return [self.items.popleft() for _ in range(min(limit, len(self.items)))]
 

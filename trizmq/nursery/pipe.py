@@ -29,12 +29,12 @@ Strategy:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 
 import trio
 
-from ..patterns.sockets.base import Fanout
+from ..patterns.sockets.base import Fanout, Queue
 from .waiters import Waiters
 
 __all__ = ["ConflatePipe", "Pipe", "pipes_for"]
@@ -136,6 +136,28 @@ class Pipe:
         if was_empty and items:
             self._became_readable()
         return len(batch)
+
+    @staticmethod
+    def offer_many_each(queues: Sequence[Queue], batch: list[object]) -> int:
+        """:meth:`offer_many` of ``batch`` to each of ``queues`` in one call, a
+        publisher's batch to its subscribers; how many were dropped in all.
+
+        A pipe that holds items and has room for the whole batch (a subscriber that
+        keeps up, its queue corked or being written) takes it with one C-level
+        ``extend`` and no call of its own: no wake-up is owed, it was not empty.
+        """
+        count = len(batch)
+        dropped = 0
+        for queue in queues:
+            if type(queue) is Pipe:
+                items = queue._items
+                if items:
+                    hwm = queue.hwm
+                    if not hwm or len(items) + count <= hwm:
+                        items.extend(batch)
+                        continue
+            dropped += count - queue.offer_many(batch)
+        return dropped
 
     def poll(self) -> object:
         """Remove and return the oldest item, or None when the pipe is empty."""

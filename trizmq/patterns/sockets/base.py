@@ -18,7 +18,7 @@ peer came through.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..routing import FairQueue
@@ -69,6 +69,12 @@ class Queue(Protocol):
 
     def offer_many(self, batch: list[object]) -> int:
         """Append as many of ``batch`` as the mark lets in; how many."""
+        ...
+
+    @staticmethod
+    def offer_many_each(queues: Sequence[Queue], batch: list[object]) -> int:
+        """:meth:`offer_many` of ``batch`` to each of ``queues`` in one call (a
+        publisher's batch to its subscribers); how many were dropped in all."""
         ...
 
     def poll(self) -> object:

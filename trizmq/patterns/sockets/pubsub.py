@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ...zmtp.events import Cancel, Subscribe
 from ..pubsub import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import Fanout, FanoutRun, Message, PeerLike, SocketStrategy, Wake
+from .base import Fanout, FanoutRun, Message, PeerLike, Queue, SocketStrategy, Wake
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -96,8 +96,8 @@ class PubStrategy(SocketStrategy):
         #: while ``_uniform`` with several peers, all of them sharing one encoding: their
         #: pipes' ``offer``, so that a message is queued without looking each one up
         self._offers: list[Callable[[object], bool]] | None = None
-        #: the same peers' ``offer_many``, for a batch
-        self._offer_manys: list[Callable[[list[object]], int]] | None = None
+        #: the same peers' outgoing queues, for a batch (``offer_many_each``)
+        self._fan_queues: list[Queue] | None = None
         # the strategy's own send, which refresh() may stand in front of with the
         # one-subscriber send (both instance attributes from the start: see
         # SocketStrategy.__init__)
@@ -120,7 +120,7 @@ class PubStrategy(SocketStrategy):
         self.send = self._send  # type: ignore[method-assign,assignment]
         self._peers = []
         self._offers = None
-        self._offer_manys = None
+        self._fan_queues = None
         self._routes = {}
 
     def disconnected(self, peer: PeerLike) -> None:
@@ -137,7 +137,7 @@ class PubStrategy(SocketStrategy):
         self._peers = peers = subscribers.matching(b"") if uniform else []
         shared = self._streams and len(peers) > 1
         self._offers = [peer.out_pipe.offer for peer in peers] if shared else None
-        self._offer_manys = [peer.out_pipe.offer_many for peer in peers] if shared else None
+        self._fan_queues = [peer.out_pipe for peer in peers] if shared else None
         self._routes = {}
         if len(peers) == 1 and type(self).send is PubStrategy.send:
             self.send = self._to_one(peers[0].out_pipe.offer)  # type: ignore[method-assign,assignment]
@@ -206,21 +206,18 @@ class PubStrategy(SocketStrategy):
 
     def send_batch(self, msgs: list[Message], start: int) -> int:
         """Every message to the same stream peers (the commonest fan-out): each
-        message is wrapped once and the batch is appended to each peer's queue with
-        one call, so an extra subscriber costs one C-level extend per batch; the
-        messages past a full peer's mark are dropped for that peer alone."""
+        message is wrapped once and the batch is appended to every peer's queue in
+        one call (``offer_many_each``), so an extra subscriber costs one C-level
+        extend per batch; the messages past a full peer's mark are dropped for that
+        peer alone."""
         if self.subscribers.version != self._version:
             self.refresh()
-        offer_manys = self._offer_manys
-        if offer_manys is None or not self._uniform:
+        queues = self._fan_queues
+        if queues is None or not self._uniform:
             return super().send_batch(msgs, start)
         run = FanoutRun(msgs[start:] if start else msgs)
         shared: list[object] = run.items  # type: ignore[assignment]
-        count = len(shared)
-        for offer_many in offer_manys:
-            taken = offer_many(shared)
-            if taken < count:
-                self.dropped += count - taken
+        self.dropped += queues[0].offer_many_each(queues, shared)
         return len(msgs)
 
     def recv(self) -> Message | None:
