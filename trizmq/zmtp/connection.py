@@ -208,8 +208,8 @@ class Connection(Handshaking):
         #: generations make it walk the whole heap again and again
         self.bare_messages = False
         self._wrapped = False
-        #: in plain (unencrypted) traffic and alive: receive_data's fast path applies
-        self._plain_traffic = False
+        #: in traffic and alive: receive_data's fast path applies
+        self._traffic = False
 
         self._handshake_complete = False
         self._handshake_commands = 0
@@ -239,8 +239,8 @@ class Connection(Handshaking):
 
     def receive_data(self, data: Buffer) -> list[Received]:
         """Consume ``data``; return every event and message it completed, in order."""
-        if self._plain_traffic and not self._buf and self._big is None and type(data) is bytes:
-            # the hot path: plain traffic, nothing held back from the last call
+        if self._traffic and not self._buf and self._big is None and type(data) is bytes:
+            # the hot path: traffic, nothing held back from the last call
             events: list[Received] = []
             self._parse_keeping_rest(data, 0, events)
             return events
@@ -322,10 +322,13 @@ class Connection(Handshaking):
         return events
 
     def _parse_keeping_rest(self, src: bytes, pos: int, events: list[Received]) -> None:
-        """Parse plain traffic from ``pos`` into ``events``; keep an unfinished frame's
+        """Parse traffic from ``pos`` into ``events``; keep an unfinished frame's
         bytes for the next call; a violation kills the connection."""
         try:
-            pos = self._parse_traffic(src, pos, events)
+            if self._wrapped:
+                pos = self._parse_wrapped(src, pos, events)
+            else:
+                pos = self._parse_traffic(src, pos, events)
         except ProtocolError as exc:
             self._die(exc.reason)
             raise
@@ -334,7 +337,7 @@ class Connection(Handshaking):
 
     def _die(self, reason: str) -> None:
         self._dead = reason
-        self._plain_traffic = False
+        self._traffic = False
         self._state = State.FINISHED
         self._buf.clear()
         self._frames = []

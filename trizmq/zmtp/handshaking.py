@@ -49,7 +49,7 @@ class Handshaking(TrafficEncoder):
     _started: bool
     _need: int
     _commands: dict[bytes, Callable[[bytes], Event]]
-    _plain_traffic: bool
+    _traffic: bool
     _handshake_complete: bool
     _handshake_commands: int
     _peer_version: tuple[int, int]
@@ -220,5 +220,5 @@ class Handshaking(TrafficEncoder):
         self._wrapped = mechanism.encrypts
         self._handshake_complete = True
         self._state = State.TRAFFIC
-        self._plain_traffic = not self._wrapped
+        self._traffic = True
         return HandshakeComplete(socket_type, identity, dict(metadata), self._peer_version)
