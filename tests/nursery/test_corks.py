@@ -5,9 +5,10 @@ act."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from itertools import accumulate
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from zmtp.helpers import handshaken
 import trizmq
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput
+from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.base import FanoutRun
 
 pytestmark = pytest.mark.fastpath
@@ -167,7 +169,7 @@ def test_a_runs_shared_encoding_is_the_codecs() -> None:
     # encoding, and each message's end where the codec's would be
     codec = handshaken("XPUB", b"XSUB")
     msgs = [[b"a"], [b""], [b"x" * 255], [b"y" * 256], [b"m", b"n"], [b"last"]]
-    run = FanoutRun(msgs)  # type: ignore[arg-type]
+    run = FanoutRun(msgs)
     output = RawOutput.__new__(RawOutput)
     output._encode_into = codec.message_encoder()
     encoded = [codec.encode_message(m) for m in msgs]
@@ -187,11 +189,7 @@ class _Raw:
         return min(self.room, sum(map(len, buffers)))
 
 
-def _output_with_queue(room: int, *queued: list[object]) -> tuple[RawOutput, _Raw]:
-    from types import SimpleNamespace
-
-    from trizmq.nursery.pipe import Pipe
-
+def _output_with_queue(room: int, *queued: Sequence[object]) -> tuple[RawOutput, _Raw]:
     codec = handshaken("XPUB", b"XSUB")
     output = RawOutput.__new__(RawOutput)
     output._encode_into = codec.message_encoder()
@@ -209,9 +207,9 @@ def test_a_flush_writes_the_whole_runs_at_the_head_and_no_run_cut_short(room: in
     # last message is not here): one sendmsg writes a's and b's shared encodings,
     # c stays for the writer; a write the kernel took part of leaves the bytes
     # still owed for the message it cut, then the rest in order
-    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])  # type: ignore[list-item]
-    b = FanoutRun([[b"b1"], [b"b2"]])  # type: ignore[list-item]
-    c = FanoutRun([[b"c1"], [b"c2"], [b"c3"]])  # type: ignore[list-item]
+    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])
+    b = FanoutRun([[b"b1"], [b"b2"]])
+    c = FanoutRun([[b"c1"], [b"c2"], [b"c3"]])
     output, raw = _output_with_queue(room, a.items, b.items, c.items[:2])
     assert output._write_runs() is False
     assert raw.calls == [[a.wire, b.wire]]
@@ -231,7 +229,7 @@ def test_a_flush_writes_nothing_shared_past_a_run_not_whole(
 ) -> None:
     # the head's run misses its first message (written before) or its last (cut by
     # the mark): nothing is written as shared; the ordinary path takes the queue
-    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])  # type: ignore[list-item]
+    a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])
     taken: list[RawOutput] = []
     monkeypatch.setattr(RawOutput, "write_queue_now", lambda output: taken.append(output))
     for queue in (a.items[1:], a.items[:2]):

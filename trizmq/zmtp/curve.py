@@ -125,9 +125,8 @@ _READY_MIN = 8 + _MAC  # 24
 _MESSAGE_HEAD = bytes((len(MESSAGE),)) + MESSAGE
 _MESSAGE_MIN = len(_MESSAGE_HEAD) + 8 + _MAC + 1  # 33
 _MAX_NONCE = (1 << 64) - 1
-#: a short nonce to and from its 8 wire bytes (big-endian), without a slice or a keyword
-_pack_nonce = struct.Struct(">Q").pack
-#: a short nonce written into the last 8 bytes of a reused 24-byte nonce buffer
+#: a short nonce written as its 8 wire bytes (big-endian) into the last 8 bytes of a
+#: reused 24-byte nonce buffer, without a slice or a keyword
 _pack_nonce_into = struct.Struct(">Q").pack_into
 #: a MESSAGE body's head and short nonce, read in one call
 _unpack_head = struct.Struct(">8sQ").unpack_from
@@ -339,7 +338,9 @@ class _CurveMechanism(Mechanism):
         out += box
 
     def _scratch_for(self, size: int) -> Any:
-        """A reused C buffer of at least ``size`` bytes for one box (and its view)."""
+        """A reused C buffer of at least ``size`` bytes for one box (and its views);
+        the first call also makes the two nonce buffers (made late, as the scratch
+        is: a mechanism that has boxed nothing holds no cffi object)."""
         scratch = self._scratch
         if scratch is None or len(scratch) < size:
             scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
