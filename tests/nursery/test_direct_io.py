@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 import trio
@@ -192,6 +193,51 @@ async def test_raw_socket_only_for_os_socket_streams() -> None:
         b.close()
 
 
+@pytest.mark.fastpath
+async def test_a_raw_socket_of_its_own_parks_a_second_reader() -> None:
+    """Where trio keeps no stdlib socket under its own, the raw socket makes one on
+    a duplicate: a second reader parks on that one until data comes (it does not
+    fail at once, which would spin a receiving task), ends on interrupt, and close
+    releases the duplicate once."""
+
+    a, b = trio.socket.socketpair()
+    # a stream whose trio socket has no stdlib socket under it
+    bare = SimpleNamespace(fileno=a.fileno, family=a.family, type=a.type, proto=a.proto)
+    raw = RawSocket(cast("trio.SocketStream", SimpleNamespace(socket=bare)))
+    before = open_fds()
+    outcomes: list[str] = []
+
+    async def second_reader() -> None:
+        try:
+            await raw.wait_readable_too()
+            outcomes.append("readable")
+        except trio.ClosedResourceError:
+            outcomes.append("interrupted")
+
+    try:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(second_reader)
+                await trio.testing.wait_all_tasks_blocked()
+                assert outcomes == []  # parked, not failed
+                await b.send(b"ping")
+            assert outcomes == ["readable"]
+            assert raw.recv(10) == b"ping"
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(second_reader)
+                await trio.testing.wait_all_tasks_blocked()
+                raw.interrupt()
+            assert outcomes == ["readable", "interrupted"]
+        assert open_fds() == before  # no descriptor beyond the socket of its own
+    finally:
+        raw.close()
+        raw.close()
+        a.close()
+        b.close()
+    assert open_fds() == before - 3  # its own socket, a and b
+    assert raw.closed
+
+
 async def test_flooded_reader_lets_other_tasks_run() -> None:
     """A reader that always finds data still yields: a sleeping task wakes on time
     while a libzmq PUSH floods an unbounded PULL."""
@@ -225,8 +271,6 @@ async def test_flooded_reader_lets_other_tasks_run() -> None:
     finally:
         stop = True
         push.close()
-
-
 
 
 class _FakeConn:

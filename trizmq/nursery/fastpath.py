@@ -178,8 +178,9 @@ class RawSocket:
     input (:meth:`wait_readable_too`) while the reader waits on the stream: that
     wait is on a duplicate descriptor, made the first time it is needed (only a
     socket with a single peer reads through), so a crowd of connections costs one
-    descriptor each. :meth:`interrupt` ends that wait early; :meth:`close`
-    releases the duplicate.
+    descriptor each; where the calls go through a socket object of its own (a trio
+    that keeps no stdlib socket), that one is on a duplicate already and serves.
+    :meth:`interrupt` ends that wait early; :meth:`close` releases the duplicate.
     """
 
     __slots__ = ("_dup", "_fd", "_own", "_sock", "closed", "recv", "send", "sendmsg")
@@ -233,8 +234,13 @@ class RawSocket:
         ends the wait.
         """
         dup = self._dup
-        if dup is None and not self.closed and self._sock.fileno() == self._fd:
-            dup = self._dup = os.dup(self._fd)
+        if dup is None and not self.closed:
+            if self._own:
+                # a socket of our own is on a duplicate already: wait on that one
+                if self._sock.fileno() != -1:
+                    dup = self._dup = self._sock.fileno()
+            elif self._sock.fileno() == self._fd:
+                dup = self._dup = os.dup(self._fd)
         if self.closed or dup is None:
             await trio.lowlevel.checkpoint()  # a caller that loops still yields
             raise trio.ClosedResourceError("the connection has ended")
@@ -253,7 +259,8 @@ class RawSocket:
             dup, self._dup = self._dup, None
             if dup is not None:
                 trio.lowlevel.notify_closing(dup)
-                os.close(dup)
+                if not self._own:
+                    os.close(dup)
             if self._own:
                 self._sock.close()
 
