@@ -587,6 +587,36 @@ def test_seal_run_boxes_as_one_by_one_and_stops_where_it_must() -> None:
     assert got == [*short, *[[b"c"]] * 4, [b"e"]]
 
 
+# three nonces from the end; where the fast paths stop (2^40 from it); far from it
+@pytest.mark.parametrize("before", [3, (1 << 40) - 3, 1 << 41])
+def test_messages_up_to_the_last_short_nonce_count_on_and_open(before: int) -> None:
+    """Near the end of the 2^64 short nonces the batch and one-message paths hand
+    over to the checked one: the nonces stay consecutive and every box opens; the
+    last nonce is used, and the message after it raises instead of wrapping."""
+    pair = zap_handshake(curve_pair(client_type="PUSH", server_type="PULL"), OK)
+    mechanism = pair.a.mechanism
+    assert isinstance(mechanism, CurveClientMechanism)
+    last = (1 << 64) - 1
+    mechanism._nonce = start = last - before - 4
+    out = bytearray()
+    assert mechanism.seal_run(out, [[b"a"], [b"b"]], 0, 1 << 20) in (0, 2)
+    if not out:  # the batch path declined so near the end: one message at a time
+        mechanism.encode_message_into(out, [b"a"])
+        mechanism.encode_message_into(out, [b"b"])
+    mechanism.encode_message_into(out, [b"two", b"frames"])
+    assert mechanism._nonce == start + 4
+    pair.a_sends(bytes(out))
+    _, got = pair.pump()
+    assert got == [[b"a"], [b"b"], [b"two", b"frames"]]
+    if before == 3:
+        mechanism.encode_message_into(out := bytearray(), [b"c"] * 3)  # 2^64 - 3 .. - 1
+        assert mechanism._nonce == last
+        pair.a_sends(bytes(out))
+        assert pair.pump()[1] == [[b"c"] * 3]
+        with pytest.raises(OverflowError, match="exhausted"):
+            mechanism.encode_message_into(bytearray(), [b"d"])
+
+
 # --------------------------------------------------------------------- pairs
 
 
