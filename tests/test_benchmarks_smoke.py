@@ -67,6 +67,8 @@ def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
             "--quick",
             "--repetitions",
             "1",
+            "--duration",  # rows measured, not their figures: a fifth of a second each
+            "0.2",
             "--json",
             str(out),
         ],
