@@ -4,7 +4,10 @@
 #               for the browser test where it can), then the suite again with the
 #               fast path off (TRIZMQ_FASTPATH=0), but for what does not reach the
 #               I/O path: Spark, the CLI, packaging, the docs build, the benchmark
-#               smoke tests and the fresh-project plugin tests
+#               smoke tests, the fresh-project plugin tests and the sans-I/O protocol
+#               core's (tests/zmtp: no runtime, no fast path). That second run goes
+#               alongside the Spark tests, which spend most of their time waiting for
+#               their JVMs and batches; its report follows theirs.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -51,12 +54,21 @@ browser:
 		echo "chromium not found (apt-get install chromium): the browser test will be skipped"; \
 	fi
 
+# the report of the run with the fast path off, shown once the Spark tests are done
+FASTPATH_OFF_LOG := .pytest-fastpath-off.log
+
 test: lint $(NODE_STAMP) browser
-	$(BIN)/python -m pytest
-	TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
+	$(BIN)/python -m pytest --ignore=tests/spark
+	@echo "the Spark tests, and meanwhile the suite with the fast path off (TRIZMQ_FASTPATH=0)"
+	@TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
 		--ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
 		--ignore=tests/test_benchmarks_smoke.py --ignore=tests/testing/test_fresh_project.py \
-		--deselect tests/test_docs_build.py
+		--ignore=tests/zmtp --deselect tests/test_docs_build.py > $(FASTPATH_OFF_LOG) 2>&1 & off=$$!; \
+	$(BIN)/python -m pytest -p no:cacheprovider tests/spark; spark=$$?; \
+	wait $$off; offrc=$$?; \
+	echo "== the suite with the fast path off (TRIZMQ_FASTPATH=0), exit status $$offrc:"; \
+	cat $(FASTPATH_OFF_LOG); \
+	[ $$spark -eq 0 ] && [ $$offrc -eq 0 ]
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(FASTPATH_OFF_LOG)
