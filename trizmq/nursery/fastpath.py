@@ -198,7 +198,8 @@ class RawSocket:
             sock = socket.socket(tsock.family, tsock.type, tsock.proto, fileno=os.dup(self._fd))
         sock.setblocking(False)
         self._sock: socket.socket = sock
-        self._dup: int | None = None
+        # a socket of our own is on a duplicate already: a second reader waits there
+        self._dup: int | None = sock.fileno() if self._own else None
         #: True once :meth:`close` released the duplicate
         self.closed = False
         #: ``recv(max_bytes) -> bytes``; raises ``BlockingIOError`` when nothing is there
@@ -234,13 +235,8 @@ class RawSocket:
         ends the wait.
         """
         dup = self._dup
-        if dup is None and not self.closed:
-            if self._own:
-                # a socket of our own is on a duplicate already: wait on that one
-                if self._sock.fileno() != -1:
-                    dup = self._dup = self._sock.fileno()
-            elif self._sock.fileno() == self._fd:
-                dup = self._dup = os.dup(self._fd)
+        if dup is None and not self.closed and self._sock.fileno() == self._fd:
+            dup = self._dup = os.dup(self._fd)
         if self.closed or dup is None:
             await trio.lowlevel.checkpoint()  # a caller that loops still yields
             raise trio.ClosedResourceError("the connection has ended")
