@@ -114,6 +114,30 @@ async def test_send_many_sends_the_messages_before_a_bad_one() -> None:
             assert await pull.recv_many() == [[b"1"], [b"2"]]
 
 
+async def test_a_message_list_sent_is_the_senders_to_reuse() -> None:
+    """Over inproc the receiver gets message objects, not bytes: the one-frame lists a
+    sender passes (and may reuse, or pass twice) are copied, never handed over."""
+    with trio.fail_after(10):
+        async with (
+            trizmq.Pull(bind="inproc://batch-reuse") as pull,
+            trizmq.Push(connect="inproc://batch-reuse") as push,
+        ):
+            one = [b"a"]
+            await push.send_many([one, one])
+            await push.send_multipart(one)
+            got = await pull.recv_many()
+            while len(got) < 3:
+                got += await pull.recv_many()
+            assert got == [[b"a"], [b"a"], [b"a"]]
+            assert all(msg is not one for msg in got)
+            assert got[0] is not got[1]
+            got[0].append(b"mutated")
+            one[0] = b"reused"
+            await push.send_many([one])
+            assert await pull.recv_many() == [[b"reused"]]
+            assert got[1:] == [[b"a"], [b"a"]]
+
+
 @pytest.mark.parametrize("transport", ["tcp", "inproc"])
 async def test_pub_send_many_reaches_every_subscriber_past_a_muted_one(
     transport: str, monkeypatch: pytest.MonkeyPatch

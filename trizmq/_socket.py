@@ -115,6 +115,12 @@ class Socket(SocketLife):
 
     def _prepare(self, frames: Iterable[Buffer]) -> list[bytes]:
         """A message given as frames, in the strategy's own form."""
+        if frames.__class__ is list and len(frames) == 1:
+            # the commonest: one frame of bytes, in a list of its own (copied: the
+            # caller may reuse the list, and an inproc receiver may mutate it)
+            frame = frames[0]
+            if frame.__class__ is bytes:
+                return [frame]
         msg = [_frame(f) for f in frames]
         if not msg:
             raise ValueError("a message needs at least one frame")

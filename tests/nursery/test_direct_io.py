@@ -448,3 +448,58 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
         pull.close()
         ctx.term()
     assert written > 0 and partial > 0
+
+
+@pytest.mark.fastpath
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_batches_of_every_shape_written_through_arrive_as_sent(
+    transport: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A write-through of a batch frames a short one-frame message itself (as the
+    writer does) and the rest with the codec: every shape of message, the edges of
+    the short header's size included, reaches a libzmq receiver as it was sent."""
+    shapes = [
+        [b""],
+        [b"a"],
+        [b"b" * 255],
+        [b"c" * 256],
+        [b"d", b"", b"e" * 300],
+        [b"f" * 255, b"g"],
+        [b"h" * 70_000],
+        [bytearray(b"i" * 10)],
+    ]
+    messages = [shapes[i % len(shapes)] for i in range(64)]
+    calls = 0
+    real = RawOutput.write_queue_now
+
+    def counting(output: RawOutput) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(output)
+
+    monkeypatch.setattr(RawOutput, "write_queue_now", counting)
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
+    pull.linger = 0
+    try:
+        with trio.fail_after(30):
+            if transport == "tcp":
+                port = pull.bind_to_random_port("tcp://127.0.0.1")
+                endpoint = f"tcp://127.0.0.1:{port}"
+            else:
+                endpoint = f"ipc://{tmp_path}/shapes.ipc"
+                pull.bind(endpoint)
+            async with trizmq.Push(connect=endpoint) as push:
+                await push.send(b"hello")
+                assert await trio.to_thread.run_sync(pull.recv) == b"hello"
+                for start in range(0, len(messages), 8):
+                    push._fast.waited()  # type: ignore[union-attr]
+                    await push.send_many(messages[start : start + 8])
+                    await trio.sleep(0)
+                got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in messages]
+    finally:
+        pull.close()
+        ctx.term()
+    assert got == [[bytes(frame) for frame in msg] for msg in messages]
+    assert calls > 0

@@ -438,11 +438,23 @@ class RawOutput:
         self._fast.allowed = self._fast.armed = False
         share = self._share
         encode_into = self._encode_into
+        short = _short_headers(encode_into)
         buf = bytearray()
         ends: list[int] = []
         for item in items:
             cls = item.__class__
-            if cls is Fanout:
+            if cls is list:
+                last = item[-1]  # type: ignore[index]
+                size = len(last)
+                if size < 256 and short is not None and len(item) == 1:  # type: ignore[arg-type]
+                    # the commonest: encode_plain_into's work, inline (as the writer)
+                    buf += short[size]
+                    buf += last
+                elif size < BIG_FRAME:
+                    encode_into(buf, item)  # type: ignore[arg-type]
+                else:
+                    break
+            elif cls is Fanout:
                 wire = item.wire  # type: ignore[attr-defined]
                 if not share:
                     encode_into(buf, item.frames)  # type: ignore[attr-defined]
@@ -452,8 +464,6 @@ class RawOutput:
                     item.wire = bytes(buf[start:])  # type: ignore[attr-defined]
                 else:
                     buf += wire
-            elif cls is list and len(item[-1]) < BIG_FRAME:  # type: ignore[index]
-                encode_into(buf, item)  # type: ignore[arg-type]
             else:
                 break
             ends.append(len(buf))
@@ -532,9 +542,7 @@ class RawOutput:
         writes it whole (up to :data:`RUN_BYTES`, and not past a big frame)."""
         buf = bytearray()
         encode_into = self._encode_into
-        # unencrypted ZMTP: a short one-frame message is framed here, as the writer
-        # does (a header from the table, then the frame), without the call
-        short = SHORT_HEADERS[0] if encode_into is encode_plain_into else None
+        short = _short_headers(encode_into)
         ends = run.ends
         for item in run.items:
             frames = item.frames
@@ -599,6 +607,12 @@ class RawOutput:
             return False
         items.popleft()
         return not items
+
+
+def _short_headers(encode_into: object) -> tuple[bytes, ...] | None:
+    """On unencrypted ZMTP, the headers of a short last frame by size: a short one-frame
+    message is framed with one of them, as the writer does, without the codec's call."""
+    return SHORT_HEADERS[0] if encode_into is encode_plain_into else None
 
 
 def _split_sent(items: deque[object], ends: list[int], buf: Buffer, sent: int) -> None:

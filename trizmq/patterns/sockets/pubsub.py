@@ -209,12 +209,18 @@ class PubStrategy(SocketStrategy):
         message is wrapped once and the batch is appended to every peer's queue in
         one call (``offer_many_each``), so an extra subscriber costs one C-level
         extend per batch; the messages past a full peer's mark are dropped for that
-        peer alone."""
+        peer alone. With one subscriber of everything, the batch goes to its pipe with
+        one call, the rest past its mark dropped, as :meth:`send` would one by one."""
         if self.subscribers.version != self._version:
             self.refresh()
         queues = self._fan_queues
         if queues is None or not self._uniform:
-            return super().send_batch(msgs, start)
+            peers = self._peers
+            if len(peers) != 1:
+                return super().send_batch(msgs, start)
+            batch: list[object] = msgs[start:] if start else msgs  # type: ignore[assignment]
+            self.dropped += len(batch) - peers[0].out_pipe.offer_many(batch)
+            return len(msgs)
         run = FanoutRun(msgs[start:] if start else msgs)
         shared: list[object] = run.items  # type: ignore[assignment]
         self.dropped += queues[0].offer_many_each(queues, shared)
