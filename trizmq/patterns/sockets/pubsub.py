@@ -216,7 +216,7 @@ class PubStrategy(SocketStrategy):
         queues = self._fan_queues
         if queues is None or not self._uniform:
             peers = self._peers
-            if len(peers) != 1:
+            if len(peers) != 1 or type(self).send is not PubStrategy.send:
                 return super().send_batch(msgs, start)
             batch: list[object] = msgs[start:] if start else msgs  # type: ignore[assignment]
             self.dropped += len(batch) - peers[0].out_pipe.offer_many(batch)
