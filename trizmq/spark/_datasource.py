@@ -412,20 +412,23 @@ class ZmqCommit(WriterCommitMessage):
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: messages a sink hands to ``send_many`` at a time (it yields after each batch, so the
+#: other tasks of the process's trio thread run between them)
+SINK_BATCH = 256
+
+
 async def _send_all(sock: trizmq.Socket, messages: list[list[bytes]], timeout: float) -> None:
     with trio.fail_after(timeout):
-        radio = isinstance(sock, trizmq.Radio)
-        for i, msg in enumerate(messages):
-            if radio:
-                assert isinstance(sock, trizmq.Radio)
+        if isinstance(sock, trizmq.Radio):
+            for i, msg in enumerate(messages):
                 sock.send_nowait(msg[1], group=msg[0])
-            else:
-                try:
-                    sock.send_multipart_nowait(msg)
-                except trio.WouldBlock:
-                    await sock.send_multipart(msg)
-            if i % 64 == 63:
-                await trio.sleep(0)
+                if i % 64 == 63:
+                    await trio.sleep(0)
+            return
+        # in batches: one routing call and one write per batch where the socket has
+        # one peer, waiting only where the pattern says (a PUSH at its mark)
+        for start in range(0, len(messages), SINK_BATCH):
+            await sock.send_many(messages[start : start + SINK_BATCH])
 
 
 async def _flush(sock: trizmq.Socket, timeout: float, strict: bool) -> None:
