@@ -40,6 +40,19 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def secured(pull: zmq.Socket[bytes], mechanism: str) -> dict[str, Any]:
+    """Make the libzmq ``pull`` a server of ``mechanism``; the sender's options."""
+    if mechanism == "null":
+        return {}
+    public, secret = zmq.curve_keypair()
+    pull.curve_server = True
+    pull.curve_secretkey = secret
+    mine, my_secret = trizmq.curve_keypair()
+    return {
+        "security": trizmq.CurveClient(server_key=public, public_key=mine, secret_key=my_secret)
+    }
+
+
 @pytest.mark.fastpath
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_write_through_under_back_pressure_keeps_messages_whole(
@@ -391,14 +404,15 @@ def test_a_batch_written_in_part_leaves_the_rest_owed_whole() -> None:
 
 
 @pytest.mark.fastpath
+@pytest.mark.parametrize("mechanism", ["null", "curve"])
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_batches_written_through_under_back_pressure_arrive_whole(
-    transport: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    transport: str, mechanism: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     """``send_many`` batches written by the sending task (one call per connection per
     batch) into a kernel buffer that fills up: the rest of a cut message and the
     messages after it go to the writer, and a libzmq receiver gets every message in
-    order."""
+    order (encrypted too: what was boxed and not written is owed as it was boxed)."""
     # under BIG_FRAME (written by the writer from the sender's object); batches of
     # up to ~80 KB, more than one write-through takes (WRITE_BATCH)
     sizes = [1, 300, 5_000, 20_000, 60_000]
@@ -423,6 +437,7 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
     pull.rcvhwm = 5
     pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
     pull.linger = 0
+    security = secured(pull, mechanism)
     try:
         with trio.fail_after(30):
             if transport == "tcp":
@@ -431,7 +446,7 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
             else:
                 endpoint = f"ipc://{tmp_path}/batches.ipc"
                 pull.bind(endpoint)
-            async with trizmq.Push(connect=endpoint, sndhwm=1000) as push:
+            async with trizmq.Push(connect=endpoint, sndhwm=1000, **security) as push:
                 # connected and idle first: the batches then find the writer idle
                 # until the kernel's buffers fill
                 await push.send(b"hello")
@@ -451,16 +466,20 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
 
 
 @pytest.mark.fastpath
+@pytest.mark.parametrize("mechanism", ["null", "curve"])
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_batches_of_every_shape_written_through_arrive_as_sent(
-    transport: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    transport: str, mechanism: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     """A write-through of a batch frames a short one-frame message itself (as the
-    writer does) and the rest with the codec: every shape of message, the edges of
-    the short header's size included, reaches a libzmq receiver as it was sent."""
-    shapes = [
+    writer does; CURVE boxes a run of them in its own loop) and the rest with the
+    codec: every shape of message, the edges of the short headers' sizes included,
+    reaches a libzmq receiver as it was sent."""
+    shapes: list[list[bytes | bytearray]] = [
         [b""],
         [b"a"],
+        [b"j" * 222],
+        [b"k" * 223],
         [b"b" * 255],
         [b"c" * 256],
         [b"d", b"", b"e" * 300],
@@ -468,7 +487,7 @@ async def test_batches_of_every_shape_written_through_arrive_as_sent(
         [b"h" * 70_000],
         [bytearray(b"i" * 10)],
     ]
-    messages = [shapes[i % len(shapes)] for i in range(64)]
+    messages = [shapes[i % len(shapes)] for i in range(80)]
     calls = 0
     real = RawOutput.write_queue_now
 
@@ -482,6 +501,7 @@ async def test_batches_of_every_shape_written_through_arrive_as_sent(
     pull = ctx.socket(zmq.PULL)
     pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
     pull.linger = 0
+    security = secured(pull, mechanism)
     try:
         with trio.fail_after(30):
             if transport == "tcp":
@@ -490,7 +510,7 @@ async def test_batches_of_every_shape_written_through_arrive_as_sent(
             else:
                 endpoint = f"ipc://{tmp_path}/shapes.ipc"
                 pull.bind(endpoint)
-            async with trizmq.Push(connect=endpoint) as push:
+            async with trizmq.Push(connect=endpoint, **security) as push:
                 await push.send(b"hello")
                 assert await trio.to_thread.run_sync(pull.recv) == b"hello"
                 for start in range(0, len(messages), 8):

@@ -585,6 +585,16 @@ def test_seal_run_boxes_as_one_by_one_and_stops_where_it_must() -> None:
     pair.a_sends(bytes(out))
     _, got = pair.pump()
     assert got == [*short, *[[b"c"]] * 4, [b"e"]]
+    # asked for them, where each message taken ends (a write-through that the kernel
+    # takes part of splits its batch there): as where each one-by-one encoding ends
+    out, expected, ends = bytearray(b"before"), bytearray(b"before"), []
+    assert mechanism.seal_run(out, [*short, [b"two", b"frames"]], 1, 1 << 20, ends) == 5
+    one_by_one = []
+    for item in short[1:]:
+        twin.encode_message_into(expected, item)
+        one_by_one.append(len(expected))
+    assert out == expected
+    assert ends == one_by_one
 
 
 # three nonces from the end; where the fast paths stop (2^40 from it); far from it

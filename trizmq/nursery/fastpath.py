@@ -44,7 +44,8 @@ import os
 import socket
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -441,7 +442,17 @@ class RawOutput:
         short = _short_headers(encode_into)
         buf = bytearray()
         ends: list[int] = []
-        for item in items:
+        batch: Iterable[object] = items
+        mechanism = self.actor.codec.mechanism
+        if mechanism.runs and encode_into == mechanism.encode_message_into:
+            # a run of short one-frame messages boxed in the mechanism's loop (CURVE),
+            # as the writer does
+            used = mechanism.seal_run(buf, items, 0, WRITE_BATCH, ends)
+            if len(buf) >= WRITE_BATCH:
+                batch = ()
+            elif used:
+                batch = islice(items, used, None)
+        for item in batch:
             cls = item.__class__
             if cls is list:
                 last = item[-1]  # type: ignore[index]

@@ -386,7 +386,14 @@ class _CurveMechanism(Mechanism):
             out += self._send_short
             out += self._view[: size + _MAC]
 
-    def seal_run(self, out: bytearray, items: Sequence[object], start: int, stop: int) -> int:
+    def seal_run(
+        self,
+        out: bytearray,
+        items: Sequence[object],
+        start: int,
+        stop: int,
+        ends: list[int] | None = None,
+    ) -> int:
         """:meth:`encode_message_into` of each one-frame message of a run, in one loop:
         the writer's batch of a stream of short messages, without a call, a frame
         loop and the attribute reads per message (the boxes are the same)."""
@@ -417,6 +424,8 @@ class _CurveMechanism(Mechanism):
                 out += short
                 out += view[: size + _MAC]
                 index += 1
+                if ends is not None:
+                    ends.append(len(out))
                 if len(out) >= stop:
                     break
         finally:

@@ -146,12 +146,20 @@ class Mechanism(abc.ABC):
         """:meth:`decode_frame` of ``src[start:end]``; a mechanism may read it in place."""
         return self.decode_frame(src[start:end])
 
-    def seal_run(self, out: bytearray, items: Sequence[object], start: int, stop: int) -> int:
+    def seal_run(
+        self,
+        out: bytearray,
+        items: Sequence[object],
+        start: int,
+        stop: int,
+        ends: list[int] | None = None,
+    ) -> int:
         """Append the wrapped wire form of the one-frame messages ``items[start:]``
         (each a list of one short frame, as a socket queues them) in one loop, up to
         the first item that is not one or until ``out`` holds ``stop`` bytes; return
-        the index of the first item not taken. The base class takes none: a mechanism
-        whose per-message call is worth saving (CURVE) overrides it."""
+        the index of the first item not taken. With ``ends``, append to it where each
+        message taken ends in ``out``. The base class takes none: a mechanism whose
+        per-message call is worth saving (CURVE) overrides it."""
         return start
 
     def open_run(
