@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -40,17 +41,37 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def secured(pull: zmq.Socket[bytes], mechanism: str) -> dict[str, Any]:
-    """Make the libzmq ``pull`` a server of ``mechanism``; the sender's options."""
-    if mechanism == "null":
-        return {}
-    public, secret = zmq.curve_keypair()
-    pull.curve_server = True
-    pull.curve_secretkey = secret
-    mine, my_secret = trizmq.curve_keypair()
-    return {
-        "security": trizmq.CurveClient(server_key=public, public_key=mine, secret_key=my_secret)
-    }
+@contextlib.contextmanager
+def libzmq_pull(
+    transport: str, mechanism: str, tmp_path: Any, rcvhwm: int = 1000
+) -> Iterator[tuple[zmq.Socket[bytes], str, dict[str, Any]]]:
+    """A bound libzmq PULL, a server of ``mechanism``: it, its endpoint and the options
+    a trizmq sender needs to connect to it."""
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.rcvhwm = rcvhwm
+    pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
+    pull.linger = 0
+    security: dict[str, Any] = {}
+    if mechanism == "curve":
+        public, secret = zmq.curve_keypair()
+        pull.curve_server = True
+        pull.curve_secretkey = secret
+        mine, my_secret = trizmq.curve_keypair()
+        security["security"] = trizmq.CurveClient(
+            server_key=public, public_key=mine, secret_key=my_secret
+        )
+    try:
+        if transport == "tcp":
+            port = pull.bind_to_random_port("tcp://127.0.0.1")
+            endpoint = f"tcp://127.0.0.1:{port}"
+        else:
+            endpoint = f"ipc://{tmp_path}/pull.ipc"
+            pull.bind(endpoint)
+        yield pull, endpoint, security
+    finally:
+        pull.close()
+        ctx.term()
 
 
 @pytest.mark.fastpath
@@ -432,36 +453,23 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
         return done
 
     monkeypatch.setattr(RawOutput, "write_queue_now", counting)
-    ctx = zmq.Context()
-    pull = ctx.socket(zmq.PULL)
-    pull.rcvhwm = 5
-    pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
-    pull.linger = 0
-    security = secured(pull, mechanism)
-    try:
-        with trio.fail_after(30):
-            if transport == "tcp":
-                port = pull.bind_to_random_port("tcp://127.0.0.1")
-                endpoint = f"tcp://127.0.0.1:{port}"
-            else:
-                endpoint = f"ipc://{tmp_path}/batches.ipc"
-                pull.bind(endpoint)
-            async with trizmq.Push(connect=endpoint, sndhwm=1000, **security) as push:
-                # connected and idle first: the batches then find the writer idle
-                # until the kernel's buffers fill
-                await push.send(b"hello")
-                assert await trio.to_thread.run_sync(pull.recv) == b"hello"
-                for batch in batches:
-                    # as after a wait of the socket, when the writer may be idle again
-                    push._fast.waited()  # type: ignore[union-attr]
-                    assert await push.send_many([[m] for m in batch]) == len(batch)
-                    await trio.sleep(0)
-                # read only now, so that the kernel buffer filled meanwhile
-                got = [await trio.to_thread.run_sync(pull.recv) for _ in messages]
-                assert got == messages
-    finally:
-        pull.close()
-        ctx.term()
+    with (
+        libzmq_pull(transport, mechanism, tmp_path, rcvhwm=5) as (pull, endpoint, security),
+        trio.fail_after(30),
+    ):
+        async with trizmq.Push(connect=endpoint, sndhwm=1000, **security) as push:
+            # connected and idle first: the batches then find the writer idle
+            # until the kernel's buffers fill
+            await push.send(b"hello")
+            assert await trio.to_thread.run_sync(pull.recv) == b"hello"
+            for batch in batches:
+                # as after a wait of the socket, when the writer may be idle again
+                push._fast.waited()  # type: ignore[union-attr]
+                assert await push.send_many([[m] for m in batch]) == len(batch)
+                await trio.sleep(0)
+            # read only now, so that the kernel buffer filled meanwhile
+            got = [await trio.to_thread.run_sync(pull.recv) for _ in messages]
+            assert got == messages
     assert written > 0 and partial > 0
 
 
@@ -497,29 +505,17 @@ async def test_batches_of_every_shape_written_through_arrive_as_sent(
         return real(output)
 
     monkeypatch.setattr(RawOutput, "write_queue_now", counting)
-    ctx = zmq.Context()
-    pull = ctx.socket(zmq.PULL)
-    pull.rcvtimeo = 20_000  # a receive that never comes fails, it does not hang
-    pull.linger = 0
-    security = secured(pull, mechanism)
-    try:
-        with trio.fail_after(30):
-            if transport == "tcp":
-                port = pull.bind_to_random_port("tcp://127.0.0.1")
-                endpoint = f"tcp://127.0.0.1:{port}"
-            else:
-                endpoint = f"ipc://{tmp_path}/shapes.ipc"
-                pull.bind(endpoint)
-            async with trizmq.Push(connect=endpoint, **security) as push:
-                await push.send(b"hello")
-                assert await trio.to_thread.run_sync(pull.recv) == b"hello"
-                for start in range(0, len(messages), 8):
-                    push._fast.waited()  # type: ignore[union-attr]
-                    await push.send_many(messages[start : start + 8])
-                    await trio.sleep(0)
-                got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in messages]
-    finally:
-        pull.close()
-        ctx.term()
+    with (
+        libzmq_pull(transport, mechanism, tmp_path) as (pull, endpoint, security),
+        trio.fail_after(30),
+    ):
+        async with trizmq.Push(connect=endpoint, **security) as push:
+            await push.send(b"hello")
+            assert await trio.to_thread.run_sync(pull.recv) == b"hello"
+            for start in range(0, len(messages), 8):
+                push._fast.waited()  # type: ignore[union-attr]
+                await push.send_many(messages[start : start + 8])
+                await trio.sleep(0)
+            got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in messages]
     assert got == [[bytes(frame) for frame in msg] for msg in messages]
     assert calls > 0
