@@ -252,6 +252,48 @@ async def test_queued_one_frame_messages_are_not_walked_by_the_garbage_collector
                 assert all(type(msg) is list for msg in got)
 
 
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+async def test_a_published_batch_leaves_no_garbage_for_the_cyclic_collector(
+    transport: str, tmp_path: Any
+) -> None:
+    """A batch published to several subscribers is wrapped once (a run of shared
+    messages); once every subscriber has it, what was made for it is freed by
+    reference counting alone. A run and its wrappers that held each other would wait
+    for Python's cyclic collector, which then had a third of a publisher's CPU at 16
+    subscribers. Counted with the collector off: nothing of the run is left."""
+    import gc
+
+    from trizmq.patterns.sockets.base import Fanout, FanoutRun
+
+    endpoint = "tcp://127.0.0.1:0" if transport == "tcp" else f"ipc://{tmp_path}/fan"
+    batches, size = 20, 64
+    with trio.fail_after(30):
+        async with trizmq.Pub(bind=endpoint) as pub:
+            bound = pub.statistics()["bound"][0]
+            async with (
+                trizmq.Sub(connect=bound, subscribe=b"") as a,
+                trizmq.Sub(connect=bound, subscribe=b"") as b,
+            ):
+                while pub.statistics()["subscriptions"] < 2:
+                    await trio.sleep(0.01)
+                gc.collect()
+                gc.disable()
+                try:
+                    for n in range(batches):
+                        await pub.send_many([[b"%d" % (n * size + i)] for i in range(size)])
+                    for sub in (a, b):
+                        got: list[list[bytes]] = []
+                        while len(got) < batches * size:
+                            got += await sub.recv_many()
+                        assert got == [[b"%d" % i] for i in range(batches * size)]
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert pub.statistics()["queued_out"] == 0
+                    left = [o for o in gc.get_objects() if type(o) in (Fanout, FanoutRun)]
+                finally:
+                    gc.enable()
+                assert left == []
+
+
 # -- a burst of well-behaved peers ------------------------------------------------------
 
 _LIBZMQ_BURST = r"""

@@ -510,16 +510,20 @@ class RawOutput:
         queued = len(items)
         while pos < queued:
             first = items[pos]
-            run = first.run if first.__class__ is Fanout else None
-            if run is None:
+            if first.__class__ is not Fanout:
                 break
-            members = run.items
-            size = len(members)
+            run = first.run
+            if run is None or first.index:
+                break
+            size = len(run.msgs)
             # whole here: its first message at ``pos`` and its last where it ends (a
             # run cut short for this connection by its mark is not shared); indexing
             # a deque costs a step per 64 items from its nearer end, not one per item
             end = pos + size
-            if members[0] is not first or end > queued or items[end - 1] is not members[-1]:
+            if end > queued:
+                break
+            last = items[end - 1]
+            if last.__class__ is not Fanout or last.run is not run or last.index != size - 1:
                 break
             pos = end
             wire = run.wire if run.wire is not None else self._encode_run(run)
@@ -555,8 +559,7 @@ class RawOutput:
         encode_into = self._encode_into
         short = _short_headers(encode_into)
         ends = run.ends
-        for item in run.items:
-            frames = item.frames
+        for frames in run.msgs:
             size = len(frames[-1])
             if size >= BIG_FRAME or len(buf) >= RUN_BYTES:
                 break  # not copied for one write: the writers take the rest

@@ -224,6 +224,7 @@ class PubStrategy(SocketStrategy):
         run = FanoutRun(msgs[start:] if start else msgs)
         shared: list[object] = run.items  # type: ignore[assignment]
         self.dropped += queues[0].offer_many_each(queues, shared)
+        run.queued()
         return len(msgs)
 
     def recv(self) -> Message | None:
