@@ -61,6 +61,7 @@ from .waiters import Waiters
 if TYPE_CHECKING:
     from ..patterns.routing import FairQueue
     from ..patterns.sockets.base import PeerLike
+    from ..zmtp.mechanism import Mechanism
     from .connection import ConnectionActor
     from .pipe import Pipe
 
@@ -443,11 +444,11 @@ class RawOutput:
         buf = bytearray()
         ends: list[int] = []
         batch: Iterable[object] = items
-        mechanism = self.actor.codec.mechanism
-        if mechanism.runs and encode_into == mechanism.encode_message_into:
+        seal_run = run_sealer(self.actor.codec.mechanism, encode_into)
+        if seal_run is not None:
             # a run of short one-frame messages boxed in the mechanism's loop (CURVE),
             # as the writer does
-            used = mechanism.seal_run(buf, items, 0, WRITE_BATCH, ends)
+            used = seal_run(buf, items, 0, WRITE_BATCH, ends)
             if len(buf) >= WRITE_BATCH:
                 batch = ()
             elif used:
@@ -627,6 +628,15 @@ def _short_headers(encode_into: object) -> tuple[bytes, ...] | None:
     """On unencrypted ZMTP, the headers of a short last frame by size: a short one-frame
     message is framed with one of them, as the writer does, without the codec's call."""
     return SHORT_HEADERS[0] if encode_into is encode_plain_into else None
+
+
+def run_sealer(mechanism: Mechanism, encode_into: object) -> Callable[..., int] | None:
+    """The mechanism's ``seal_run``, where it wraps a run of short one-frame messages in
+    one loop (CURVE) and the codec's bytes are the mechanism's own (not inside
+    WebSocket frames); None elsewhere. The writer and the write-through use it alike."""
+    if mechanism.runs and encode_into == mechanism.encode_message_into:
+        return mechanism.seal_run
+    return None
 
 
 def _split_sent(items: deque[object], ends: list[int], buf: Buffer, sent: int) -> None:

@@ -29,7 +29,7 @@ from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from ..zmtp.frames import SHORT_HEADERS
-from .fastpath import BIG_FRAME, encode_big
+from .fastpath import BIG_FRAME, encode_big, run_sealer
 from .reader import STREAM_ERRORS
 
 if TYPE_CHECKING:
@@ -144,14 +144,8 @@ class _Batcher:
         self._encode_into = codec.message_encoder()
         #: unencrypted ZMTP: a short one-frame message is framed here, without a call
         self._plain = self._encode_into is encode_plain_into
-        #: a mechanism that wraps a run of short one-frame messages in one loop (CURVE),
-        #: when the codec's bytes are the mechanism's own (not inside WebSocket frames)
-        mechanism = codec.mechanism
-        self._seal_run = (
-            mechanism.seal_run
-            if mechanism.runs and self._encode_into == mechanism.encode_message_into
-            else None
-        )
+        #: a mechanism that wraps a run of short one-frame messages in one loop (CURVE)
+        self._seal_run = run_sealer(codec.mechanism, self._encode_into)
         # a PUB's message for several subscribers is encoded once, unless encrypted
         self._share = codec.shares_encoding
         self._big = BIG_FRAME if zero_copy else math.inf
