@@ -19,7 +19,7 @@ from zmtp.helpers import handshaken
 
 import trizmq
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput
+from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput, encode_run
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.base import FanoutRun
 
@@ -170,10 +170,8 @@ def test_a_runs_shared_encoding_is_the_codecs() -> None:
     codec = handshaken("XPUB", b"XSUB")
     msgs = [[b"a"], [b""], [b"x" * 255], [b"y" * 256], [b"m", b"n"], [b"last"]]
     run = FanoutRun(msgs)
-    output = RawOutput.__new__(RawOutput)
-    output._encode_into = codec.message_encoder()
     encoded = [codec.encode_message(m) for m in msgs]
-    assert output._encode_run(run) == run.wire == b"".join(encoded)
+    assert encode_run(run, codec.message_encoder()) == run.wire == b"".join(encoded)
     assert run.ends == list(accumulate(map(len, encoded)))
 
 

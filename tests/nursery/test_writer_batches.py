@@ -14,6 +14,7 @@ from zmtp.test_plain import zap_handshake
 
 from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.writer import _Batcher
+from trizmq.patterns.sockets.base import Fanout, FanoutRun
 from trizmq.zmtp import CurveClientMechanism, CurveServerMechanism
 from trizmq.zmtp.events import Subscribe
 
@@ -98,3 +99,71 @@ def test_encrypted_runs_open_as_queued(size: int) -> None:
 def test_plain_batches_take_no_mechanism_run() -> None:
     codec = handshaken("PUSH", b"PULL")
     assert _Batcher(None, codec, Pipe(0), zero_copy=False)._seal_run is None  # type: ignore[arg-type]
+
+
+def _frames(items: list[Any]) -> list[Any]:
+    """What each queued item means: a run's wrapped first and last message unwrapped."""
+    return [item.frames if isinstance(item, Fanout) else item for item in items]
+
+
+def test_a_run_wraps_only_its_first_and_last_message() -> None:
+    # the messages between them are queued as they are, the same objects in every
+    # subscriber's queue; a run of one message is wrapped once
+    msgs: list[Any] = [[b"a"], [b"b"], [b"c"], [b"d"]]
+    run = FanoutRun(msgs)
+    first, *middle, last = run.items
+    assert isinstance(first, Fanout) and (first.run, first.index) == (run, 0)
+    assert isinstance(last, Fanout) and (last.run, last.index) == (run, 3)
+    assert all(got is msg for got, msg in zip(middle, msgs[1:3], strict=True))
+    assert _frames(run.items) == msgs
+    (only,) = FanoutRun([[b"x"]]).items
+    assert isinstance(only, Fanout) and only.index == 0
+
+
+def test_whole_runs_are_written_from_their_shared_encoding() -> None:
+    # runs queued whole at the head go out as their shared encodings, several in one
+    # buffer; a run cut short by the mark (its last message missing), one whose
+    # first message went before, a run with a big frame (its encoding stops there)
+    # and what follows them are the codec's encoding all the same, in order
+    codec = handshaken("XPUB", b"XSUB")
+    a = FanoutRun([[b"a%d" % i] for i in range(5)])
+    b = FanoutRun([[b"b1", b"more"], [b"y" * 300]])
+    cut = FanoutRun([[b"c1"], [b"c2"], [b"c3"]])
+    begun = FanoutRun([[b"d1"], [b"d2"], [b"d3"]])
+    big = FanoutRun([[b"e1"], [b"z" * 70_000], [b"e3"]])
+    one = FanoutRun([[b"f"]])
+    items = [
+        *a.items,
+        *b.items,
+        *cut.items[:2],
+        *begun.items[1:],
+        Subscribe(b"t"),
+        *one.items,
+        *big.items,
+        *a.items,
+    ]
+    pipe = Pipe(0)
+    pipe.extend(items)
+    batcher = _Batcher(None, codec, pipe, zero_copy=False)  # type: ignore[arg-type]
+    assert batcher.next_parts() == [a.wire + b.wire]  # type: ignore[operator]
+    assert len(pipe) == len(items) - 7
+    out = bytearray(a.wire + b.wire)  # type: ignore[operator]
+    while pipe:
+        for part in batcher.next_parts():
+            out += part
+    assert bytes(out) == expected(codec, _frames(items))
+    assert big.ends == [len(codec.encode_message([b"e1"]))]  # not past the big frame
+    # a second connection writes the encoding the first one made
+    other = Pipe(0)
+    other.extend(a.items)
+    parts = _Batcher(None, codec, other, zero_copy=False).next_parts()  # type: ignore[arg-type]
+    assert parts == [a.wire] and parts[0] is a.wire and not other
+
+
+def test_encrypted_connections_encode_runs_themselves() -> None:
+    pair = zap_handshake(curve_pair(client_type="XSUB", server_type="XPUB"), OK)
+    client, server = pair.a, pair.b
+    run = FanoutRun([[b"m%d" % i] for i in range(10)])
+    got = server.receive_data(written(client, [*run.items, *run.items[:4]]))
+    assert got == run.msgs + run.msgs[:4]
+    assert run.wire is None  # nothing shared: the encoding is this connection's own

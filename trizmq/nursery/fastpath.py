@@ -505,37 +505,7 @@ class RawOutput:
         items = self._pipe._items
         if not items or self.actor.codec.closed:
             return False
-        runs: list[FanoutRun] = []
-        wires: list[bytes] = []
-        total = count = pos = 0
-        queued = len(items)
-        while pos < queued:
-            first = items[pos]
-            if first.__class__ is not Fanout:
-                break
-            run = first.run
-            if run is None or first.index:
-                break
-            size = len(run.msgs)
-            # whole here: its first message at ``pos`` and its last where it ends (a
-            # run cut short for this connection by its mark is not shared); indexing
-            # a deque costs a step per 64 items from its nearer end, not one per item
-            end = pos + size
-            if end > queued:
-                break
-            last = items[end - 1]
-            if last.__class__ is not Fanout or last.run is not run or last.index != size - 1:
-                break
-            pos = end
-            wire = run.wire if run.wire is not None else self._encode_run(run)
-            if not wire:
-                break
-            runs.append(run)
-            wires.append(wire)
-            total += len(wire)
-            count += len(run.ends)
-            if len(run.ends) < size or total >= RUN_BYTES:
-                break  # the rest of that run (big frames) or of the queue: later
+        runs, wires, total, count = leading_runs(items, self._encode_into, RUN_BYTES)
         if not wires:
             return self.write_queue_now()
         try:
@@ -552,26 +522,6 @@ class RawOutput:
             base += len(wire)
         _split_sent(items, ends, b"".join(wires) if sent < total else b"", sent)
         return not items
-
-    def _encode_run(self, run: FanoutRun) -> bytes:
-        """A published batch's shared encoding, made by the first connection that
-        writes it whole (up to :data:`RUN_BYTES`, and not past a big frame)."""
-        buf = bytearray()
-        encode_into = self._encode_into
-        short = _short_headers(encode_into)
-        ends = run.ends
-        for frames in run.msgs:
-            size = len(frames[-1])
-            if size >= BIG_FRAME or len(buf) >= RUN_BYTES:
-                break  # not copied for one write: the writers take the rest
-            if size < 256 and short is not None and len(frames) == 1:
-                buf += short[size]
-                buf += frames[0]
-            else:
-                encode_into(buf, frames)
-            ends.append(len(buf))
-        wire = run.wire = bytes(buf)
-        return wire
 
     def _send_owed(self, items: deque[object], ends: list[int], buf: Buffer) -> bool:
         """Write ``buf``, the first ``len(ends)`` queued items encoded, with one call;
@@ -622,6 +572,73 @@ class RawOutput:
             return False
         items.popleft()
         return not items
+
+
+def leading_runs(
+    items: deque[object], encode_into: Callable[[bytearray, Sequence[Buffer]], None], limit: int
+) -> tuple[list[FanoutRun], list[bytes], int, int]:
+    """The published batches queued whole at the head of ``items``, with their shared
+    encodings (made by the first connection that needs one), as far as ``limit``
+    bytes: (runs, wires, bytes, messages). A run is whole where its first message
+    is at its place and its last where the run must end: a run cut short for this
+    connection by its mark, or begun by a write before, is not shared. A run's
+    encoding may cover only its first messages (see :func:`encode_run`); the rest
+    is left for the ordinary path."""
+    runs: list[FanoutRun] = []
+    wires: list[bytes] = []
+    total = count = pos = 0
+    queued = len(items)
+    while pos < queued:
+        first = items[pos]
+        if first.__class__ is not Fanout:
+            break
+        run = first.run
+        if run is None or first.index:
+            break
+        size = len(run.msgs)
+        # indexing a deque costs a step per 64 items from its nearer end, not one
+        # per item
+        end = pos + size
+        if end > queued:
+            break
+        last = items[end - 1]
+        if last.__class__ is not Fanout or last.run is not run or last.index != size - 1:
+            break
+        pos = end
+        wire = run.wire if run.wire is not None else encode_run(run, encode_into)
+        if not wire:
+            break
+        runs.append(run)
+        wires.append(wire)
+        total += len(wire)
+        count += len(run.ends)
+        if len(run.ends) < size or total >= limit:
+            break  # the rest of that run (big frames) or of the queue: later
+    return runs, wires, total, count
+
+
+def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer]], None]) -> bytes:
+    """A published batch's shared encoding, made by the first connection that writes
+    it whole (up to :data:`RUN_BYTES`, and not past a big frame), each message's end
+    in ``run.ends``."""
+    buf = bytearray()
+    short = _short_headers(encode_into)
+    ends = run.ends
+    for frames in run.msgs:
+        last = frames[-1]
+        size = len(last)
+        if size < 256 and short is not None and len(frames) == 1:
+            # the commonest, framed inline; not held to RUN_BYTES one by one: a run
+            # holds at most a chunk of ``send_many`` (256), so at most 64 KiB of these
+            buf += short[size]
+            buf += last
+        elif size >= BIG_FRAME or len(buf) >= RUN_BYTES:
+            break  # not copied for one write: the writers take the rest
+        else:
+            encode_into(buf, frames)
+        ends.append(len(buf))
+    wire = run.wire = bytes(buf)
+    return wire
 
 
 def _short_headers(encode_into: object) -> tuple[bytes, ...] | None:

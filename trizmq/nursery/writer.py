@@ -3,7 +3,9 @@
 Strategy: drain the peer's outgoing pipe into as few writes as possible. Messages
 are encoded into batches of up to :data:`WRITE_BATCH` bytes; a publisher's
 message queued to several connections (a :class:`Fanout`) is encoded once, by the
-first writer to meet it, and a run of them is joined at C speed. Commands
+first writer to meet it, and a run of them is joined at C speed; a published batch
+queued whole (a :class:`~trizmq.patterns.sockets.base.FanoutRun`) is written from
+its one shared encoding. Commands
 (subscriptions, PING/PONG) are encoded by the codec. Writes go to an
 :class:`Output`: trio's ``send_all`` (:class:`StreamOutput`) or, on the fast path,
 direct system calls (:class:`~trizmq.nursery.fastpath.RawOutput`), which also
@@ -29,7 +31,7 @@ from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from ..zmtp.frames import SHORT_HEADERS
-from .fastpath import BIG_FRAME, encode_big, run_sealer
+from .fastpath import BIG_FRAME, encode_big, leading_runs, run_sealer
 from .reader import STREAM_ERRORS
 
 if TYPE_CHECKING:
@@ -155,6 +157,13 @@ class _Batcher:
         pipe = self._pipe
         first = pipe.peek()
         if self._share and first.__class__ is Fanout:
+            if first.run is not None and not first.index:
+                # published batches queued whole: their shared encodings, as the
+                # write-through's flush writes them
+                _, wires, _, count = leading_runs(pipe._items, self._encode_into, WRITE_BATCH)
+                if wires:
+                    pipe.take(count)
+                    return [wires[0] if len(wires) == 1 else b"".join(wires)]
             # a publisher's queue: a run of messages another writer has probably
             # encoded already, joined at C speed; as many as a write of such takes
             wire = first.wire
@@ -202,6 +211,9 @@ class _Batcher:
             elif cls is Fanout:
                 if not share:
                     encode_into(buf, item.frames)
+                elif item.run is not None and not item.index and used > 1:
+                    used -= 1  # a published batch begins: the next call writes it shared
+                    break
                 elif item.wire is not None:
                     buf += item.wire
                 else:

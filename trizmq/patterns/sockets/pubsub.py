@@ -205,10 +205,11 @@ class PubStrategy(SocketStrategy):
         return True
 
     def send_batch(self, msgs: list[Message], start: int) -> int:
-        """Every message to the same stream peers (the commonest fan-out): each
-        message is wrapped once and the batch is appended to every peer's queue in
-        one call (``offer_many_each``), so an extra subscriber costs one C-level
-        extend per batch; the messages past a full peer's mark are dropped for that
+        """Every message to the same stream peers (the commonest fan-out): the batch
+        is marked as one run (its first and last message wrapped, see
+        :class:`FanoutRun`) and appended to every peer's queue in one call
+        (``offer_many_each``), so an extra subscriber costs one C-level extend per
+        batch; the messages past a full peer's mark are dropped for that
         peer alone. With one subscriber of everything, the batch goes to its pipe with
         one call, the rest past its mark dropped, as :meth:`send` would one by one."""
         if self.subscribers.version != self._version:
@@ -222,8 +223,7 @@ class PubStrategy(SocketStrategy):
             self.dropped += len(batch) - peers[0].out_pipe.offer_many(batch)
             return len(msgs)
         run = FanoutRun(msgs[start:] if start else msgs)
-        shared: list[object] = run.items  # type: ignore[assignment]
-        self.dropped += queues[0].offer_many_each(queues, shared)
+        self.dropped += queues[0].offer_many_each(queues, run.items)
         run.queued()
         return len(msgs)
 
