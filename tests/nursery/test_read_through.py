@@ -1,7 +1,8 @@
-"""Read-through: a receiving task reads its only peer's connection itself.
+"""Read-through: a receiving task reads a peer's connection itself.
 
-A task that would park in a receive, on a socket whose only peer is a live tcp/ipc
-connection with nothing queued, waits on the connection's socket alongside the
+A task that would park in a receive, on a socket whose only peer (or, among
+several, the peer its last message came from) is a live tcp/ipc connection with
+nothing queued, waits on the connection's socket alongside the
 reader (``ReadThrough`` in ``trizmq.nursery.fastpath``); once it does, the reader
 stands by rather than racing it for every message. These tests check what must
 hold whoever reads: every message arrives once and in order, another peer's message
@@ -151,6 +152,59 @@ async def test_another_peers_message_interrupts_the_wait(transport: str) -> None
             # a second peer: its message lands in its own queue, and the task
             # waiting on the first peer's socket must still get it
             await received_from_a_new_peer(pull, receiver, b"from the other")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_among_idle_peers_the_task_reads_the_busy_one(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several peers, a task that finds none ready waits on the connection of
+    the peer its last messages came from, and reads it while that peer's reader
+    stands by; a message from any other peer still ends the wait, and the task
+    parks until one peer's messages come in a row again."""
+    spy = ReadSpy(monkeypatch)
+    with trio.fail_after(10):
+        async with trizmq.Pull() as pull, trio.open_nursery() as nursery:
+            endpoint = await pull.bind(bind_address(transport))
+            pushes = [libzmq_push(endpoint) for _ in range(4)]
+            try:
+                receiver = Receiver(pull)
+                nursery.start_soon(receiver.run)
+                for i, push in enumerate(pushes):  # each greets: all four are connected
+                    await trio.to_thread.run_sync(push.send, b"hello %d" % i)
+                    assert await receiver.channel.receive() == b"hello %d" % i
+                fast: Any = pull._fast
+                assert len(fast.readers) == 4
+                busy = pushes[0]
+                for _ in range(3):  # as in standing_by, after one to see it stays busy
+                    await trio.to_thread.run_sync(busy.send, b"warm-up")
+                    assert await receiver.channel.receive() == b"warm-up"
+                    await trio.testing.wait_all_tasks_blocked()
+                    rt = fast.reading
+                    if rt is not None and len(rt._reader) == 1:
+                        break
+                assert rt is not None and rt.waiting is not None and len(rt._reader) == 1
+                before = spy.messages
+                for i in range(50):
+                    await trio.to_thread.run_sync(busy.send, b"%d" % i)
+                    assert await receiver.channel.receive() == b"%d" % i
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert fast.reading is rt
+                # the task read every one of them itself
+                assert spy.messages == before + 50
+                await trio.to_thread.run_sync(pushes[2].send, b"from another")
+                assert await receiver.channel.receive() == b"from another"
+                await trio.testing.wait_all_tasks_blocked()
+                assert fast.reading is None  # parked: the source changed
+                for _ in range(2):
+                    await trio.to_thread.run_sync(busy.send, b"busy again")
+                    assert await receiver.channel.receive() == b"busy again"
+                    await trio.testing.wait_all_tasks_blocked()
+                assert fast.reading is rt and rt.waiting is not None
+                nursery.cancel_scope.cancel()
+            finally:
+                for push in pushes:
+                    push.close()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

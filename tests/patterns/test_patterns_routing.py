@@ -417,6 +417,22 @@ def test_input_drained_elsewhere_leaves_no_stale_turn() -> None:
     assert queue.poll() == 3 and queue.source is a
 
 
+def test_recent_is_the_last_source_while_it_stays() -> None:
+    # the peer a receiving task that finds no peer ready may read through
+    queue: FairQueue[Inboxed] = FairQueue()
+    a, b = Inboxed("a"), Inboxed("b")
+    queue.add(a)
+    queue.add(b)
+    assert queue.recent() is None  # nothing received yet
+    b.put(queue, 1)
+    assert queue.poll() == 1 and queue.recent() is b
+    assert queue.poll() is None and queue.recent() is b
+    a.put(queue, 2)
+    assert queue.poll() == 2 and queue.recent() is a
+    queue.remove(a)
+    assert queue.recent() is None  # gone from the queue: not waited on
+
+
 def test_a_departed_peer_leaves_after_its_last_item_and_a_removed_one_at_once() -> None:
     queue: FairQueue[Inboxed] = FairQueue()
     a, b, c = Inboxed("a"), Inboxed("b"), Inboxed("c")

@@ -699,6 +699,7 @@ class FastPath:
     __slots__ = (
         "_inbound",
         "_park",
+        "_recent",
         "_revival",
         "allowed",
         "armed",
@@ -715,6 +716,8 @@ class FastPath:
         self._inbound = inbound
         #: how a receiving task parks when it cannot read through
         self._park = receivers.park
+        #: among several peers, the one the last message came from at the last wait
+        self._recent: object = None
         self.allowed = True
         self.armed = False
         #: writers idle right now that the sending task may write for
@@ -794,12 +797,27 @@ class FastPath:
                         output.wake()
 
     async def wait_to_recv(self) -> None:
-        """Park a receiving task: on its only peer's connection (read-through) when that
-        has nothing queued, else with the socket's receivers. Write-through may happen
-        again afterwards (the socket waited)."""
+        """Park a receiving task: on a peer's connection (read-through) when that has
+        nothing queued, else with the socket's receivers. Write-through may happen
+        again afterwards (the socket waited).
+
+        The peer read through is the only one, or, among several, the one the last
+        message came from when the wait before came after that peer's message too (a
+        socket with one busy peer among idle ones then reads as with that peer
+        alone; a REQ or DEALER whose replies come from its peers in turn, each
+        waited for elsewhere, parks). Input from any other peer wakes the socket's
+        receivers, which ends the wait (``interrupt``), so the task then takes it in
+        its turn.
+        """
         self.allowed = True
         self.armed = self.idle > 0
-        only = self._inbound.only
+        inbound = self._inbound
+        only = inbound.only
+        if only is None:
+            recent = inbound.recent()
+            if recent is not None and recent is self._recent:
+                only = recent
+            self._recent = recent
         reader = self.readers.get(only) if only is not None else None
         if reader is None or reader.ended or reader.waiting is not None or reader.peer.in_pipe:
             await self._park()

@@ -187,6 +187,12 @@ class FairQueue(_Rotation[S]):
         #: the peers in ``_ready``: each is there at most once
         self._queued: set[S] = set()
 
+    def recent(self) -> S | None:
+        """The peer the last item came from while it is still in the queue (else
+        None): the one a receiving task that finds no peer ready may wait on."""
+        peer: S | None = getattr(self, "source", None)
+        return peer if peer is not None and peer in self._members else None
+
     def readable(self, peer: S) -> None:
         """``peer``'s input went from empty to non-empty: it joins the ready peers.
 
