@@ -12,6 +12,9 @@ trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
   (PUSH or DEALER sockets in helper processes, each of which sent one greeting
   message, so that the receiver knows they are all there) and one busy peer
   sending 64 B messages as fast as it can; messages received per second.
+* **idle peers, round trips**: a REP bound on tcp with P idle REQ peers (in helper
+  processes; each asked once and got its answer) and one REQ client timing round
+  trips of 64 B; the median round trip, µs (lower is better).
 * **fan-in**: K PUSH processes -> one PULL; messages received per second in all,
   counted once every sender has greeted (all of them are sending).
 * **fan-out**: one PUB -> K SUB sockets (in up to four helper processes);
@@ -90,6 +93,60 @@ def helper_idle(conn: Connection, spec: Spec) -> None:
     conn.recv()  # stop
     for sock in socks:
         sock.close()
+    ctx.term()
+
+
+def helper_idle_req(conn: Connection, spec: Spec) -> None:
+    """``count`` REQ sockets: each connects, asks once and gets its answer, then stays
+    quiet."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq_context(spec["count"])
+    socks = []
+    for _ in range(spec["count"]):
+        sock = ctx.socket(zmq.REQ)
+        sock.linger = 0
+        sock.connect(spec["endpoint"])
+        sock.send(GREETING)
+        socks.append(sock)
+    for sock in socks:
+        sock.recv()
+    conn.send(("connected", None))
+    conn.recv()  # stop
+    for sock in socks:
+        sock.close()
+    ctx.term()
+
+
+def helper_client(conn: Connection, spec: Spec) -> None:
+    """One REQ timing round trips of 64 B for ``duration`` s; the median, µs. An
+    empty request at the end tells the server to stop."""
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REQ)
+    sock.linger = 0
+    sock.connect(spec["endpoint"])
+    payload = b"x" * SIZE
+    for _ in range(200):  # warm-up
+        sock.send(payload)
+        sock.recv()
+    clock = time.perf_counter_ns
+    samples: list[int] = []
+    deadline = clock() + int(spec["duration"] * 1e9)
+    while True:
+        t = clock()
+        sock.send(payload)
+        sock.recv()
+        now = clock()
+        samples.append(now - t)
+        if now >= deadline:
+            break
+    sock.send(b"")
+    sock.recv()
+    conn.send(("result", {"p50": statistics.median(samples) / 1e3}))
+    sock.close()
     ctx.term()
 
 
@@ -206,6 +263,46 @@ def tz_receiver(conn: Connection, spec: Spec) -> None:
             conn.send(("result", {"rate": count / (now - t0)}))
 
     trio.run(main)
+
+
+def tz_rep_server(conn: Connection, spec: Spec) -> None:
+    """A trizmq REP echoing every request until an empty one."""
+    import trio
+
+    import trizmq
+
+    raise_fd_limit()
+
+    async def main() -> None:
+        slots = max(100, spec["idle"] + 64)  # sized for the burst, as tz_receiver's
+        async with trizmq.Rep(bind="tcp://127.0.0.1:0", max_handshakes=slots) as sock:
+            conn.send(("ready", sock.statistics()["bound"][0]))
+            while True:
+                msg = await sock.recv()
+                await sock.send(msg)
+                if not msg:
+                    break
+            await trio.sleep(0.05)  # the last reply leaves before linger drops it
+
+    trio.run(main)
+
+
+def zmq_rep_server(conn: Connection, spec: Spec) -> None:
+    """The same with pyzmq."""
+    import zmq
+
+    raise_fd_limit()
+    ctx = zmq_context(spec["idle"] + 64)
+    sock = ctx.socket(zmq.REP)
+    sock.bind("tcp://127.0.0.1:*")
+    conn.send(("ready", sock.getsockopt(zmq.LAST_ENDPOINT).decode()))
+    while True:
+        msg = sock.recv()
+        sock.send(msg)
+        if not msg:
+            break
+    sock.close(linger=1000)
+    ctx.term()
 
 
 def zmq_receiver(conn: Connection, spec: Spec) -> None:
@@ -385,6 +482,22 @@ def idle_row(impl: str, kind: str, idle: int, duration: float) -> float:
         return rate
 
 
+def idle_rep_row(impl: str, idle: int, duration: float) -> float:
+    """The median round trip, µs, of a REQ client to a REP with ``idle`` quiet peers."""
+    server = tz_rep_server if impl == "trizmq" else zmq_rep_server
+    with Run() as run:
+        endpoint = expect(run.start(server, {"idle": idle}), "ready")
+        helpers = []
+        for start in range(0, idle, 2500):
+            spec = {"endpoint": endpoint, "count": min(2500, idle - start)}
+            helpers.append(run.start(helper_idle_req, spec))
+        for helper in helpers:
+            expect(helper, "connected")
+        client = run.start(helper_client, {"endpoint": endpoint, "duration": duration})
+        p50: float = expect(client, "result", timeout=duration + 60)["p50"]
+        return p50
+
+
 def fanin_row(impl: str, senders: int, duration: float) -> float:
     receiver = tz_receiver if impl == "trizmq" else zmq_receiver
     with Run() as run:
@@ -477,6 +590,14 @@ def rows_for(
                     lambda impl, k=kind, p=idle: idle_row(impl, k, p, duration),
                 )
             )
+    for idle in [0, 10] if quick else [0, 10, 1000]:
+        rows.append(
+            (
+                f"idle-rep-{idle}",
+                f"REP, {idle:,} idle REQ peers + 1 client, round trip p50, µs",
+                lambda impl, p=idle: idle_rep_row(impl, p, duration),
+            )
+        )
     for senders in [1, 4] if quick else [1, 4, 16, 64]:
         rows.append(
             (
