@@ -24,6 +24,7 @@ from .nursery import fastpath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
 from .patterns.sockets import STRATEGIES, SocketStrategy
+from .patterns.sockets.pubsub import PubStrategy
 
 __all__ = ["SocketLife"]
 
@@ -176,6 +177,9 @@ class SocketLife:
             self._cancel_pending = fastpath.cancel_pending()
             # receivers wait the fast path's way (read-through)
             self._wait_to_recv = self._fast.wait_to_recv
+            if isinstance(self._strategy, PubStrategy):
+                # one-at-a-time publishes to several subscribers go out as batches
+                self._fast.gather(self._strategy)
         self._runtime = SocketRuntime(
             self.socket_type,
             self._options,
@@ -243,6 +247,7 @@ class SocketLife:
         self._outgoing = []
         self._closed_event = trio.Event()
         try:
+            self._strategy.flush()  # a publisher's gathered messages, to linger with the rest
             if self._runtime is not None:
                 # cancellable only while it waits for the queues to drain (linger)
                 await self._runtime.close(linger)

@@ -61,6 +61,7 @@ from .waiters import Waiters
 if TYPE_CHECKING:
     from ..patterns.routing import FairQueue
     from ..patterns.sockets.base import PeerLike
+    from ..patterns.sockets.pubsub import PubStrategy
     from ..zmtp.mechanism import Mechanism
     from .connection import ConnectionActor
     from .pipe import Pipe
@@ -697,6 +698,7 @@ class FastPath:
     """
 
     __slots__ = (
+        "_gatherer",
         "_inbound",
         "_park",
         "_recent",
@@ -732,6 +734,31 @@ class FastPath:
         self.readers: dict[object, ReadThrough] = {}
         #: the ReadThrough a receiving task of this socket waits in, if any
         self.reading: ReadThrough | None = None
+        #: a publisher's strategy that gathers one-at-a-time publishes (see gather)
+        self._gatherer: PubStrategy | None = None
+
+    def gather(self, strategy: PubStrategy) -> None:
+        """Let a publisher's ``strategy`` gather the messages it is given one at a
+        time for several subscribers: they are routed as one batch
+        (:meth:`route_batch`, corks and all) just before trio's run loop next waits
+        for I/O (:meth:`Revival.before_io_wait`), as ``send_many`` would route them."""
+        self._gatherer = strategy
+        strategy.gather = self._gathering
+
+    def _gathering(self) -> None:
+        """The gatherer began to gather: route its messages before the loop waits."""
+        revival_ = self._revival
+        if revival_ is None:
+            revival_ = self._revival = revival()
+        revival_.gathering.append(self)
+
+    def route_gathered(self) -> None:
+        """Route what the gatherer gathered, as a batch."""
+        strategy = self._gatherer
+        if strategy is not None:
+            msgs = strategy.take_gathered()
+            if msgs:
+                self.route_batch(strategy.send_batch, msgs, 0)
 
     def waited(self) -> None:
         """The socket's task waited or yielded: write-through may happen again."""
@@ -854,10 +881,12 @@ class Revival(trio.abc.Instrument):
     PINGs and the peer's close are read while the application does something else.
     """
 
-    __slots__ = ("_corked_at", "_token", "corked", "owed", "passes")
+    __slots__ = ("_corked_at", "_token", "corked", "gathering", "owed", "passes")
 
     def __init__(self) -> None:
         self.owed: list[ReadThrough] = []
+        #: sockets whose publishes were gathered in this pass (see FastPath.gather)
+        self.gathering: list[FastPath] = []
         #: connections whose published batches are held back (see FastPath.route_batch)
         self.corked: list[RawOutput] = []
         self._corked_at = 0.0
@@ -872,8 +901,14 @@ class Revival(trio.abc.Instrument):
         self.corked.append(output)
 
     def before_io_wait(self, timeout: float) -> None:
-        """Wake the readers still owed a wake-up; write what corks held back."""
-        woke = self._uncork(timeout) if self.corked else False
+        """Route the gathered publishes; wake the readers still owed a wake-up;
+        write what corks held back."""
+        gathering = self.gathering
+        if gathering:
+            self.gathering = []
+            for fast in gathering:
+                fast.route_gathered()  # may wake writers: the loop must not sleep
+        woke = (self._uncork(timeout) if self.corked else False) or bool(gathering)
         self.passes += 1
         owed = self.owed
         if owed:

@@ -346,6 +346,10 @@ class SocketStrategy:
         """Queue ``msg``; False means no peer can take it now (the caller waits)."""
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Queue whatever the strategy holds back (a publisher's gathered messages,
+        see :class:`~trizmq.patterns.sockets.pubsub.PubStrategy`); nothing here."""
+
     def send_batch(self, msgs: list[Message], start: int) -> int:
         """Queue ``msgs[start:]`` in order, as calls of :meth:`send` would, up to the
         first that cannot be queued now; return its index (``len(msgs)`` when all

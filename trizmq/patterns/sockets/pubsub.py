@@ -49,6 +49,8 @@ log = logging.getLogger("trizmq")
 #: the longest topic frame the routing cache keeps, and how many it keeps at most
 KEY_LIMIT = 256
 ROUTES_LIMIT = 256
+#: the most one-at-a-time publishes held back to go out as one run (see PubStrategy)
+GATHER_LIMIT = 256
 
 
 class PubStrategy(SocketStrategy):
@@ -61,6 +63,18 @@ class PubStrategy(SocketStrategy):
     multipart message is looked up in a small table of the topics seen (a
     single-frame message, whose first frame is its payload too, is matched afresh
     each time).
+
+    Messages sent one at a time to several stream subscribers of everything can be
+    *gathered* instead of queued one by one: where the runtime sets :attr:`gather`
+    (its fast path does), such a message is appended to :attr:`gathered` and
+    ``gather()`` is called for the first one, so that the runtime routes them as one
+    batch (:meth:`take_gathered`, then :meth:`send_batch`) before its event loop
+    next waits. The batch is then encoded once for every subscriber, and each
+    subscriber's queue takes it in one call, as with ``send_many``; one by one, each
+    message cost every subscriber a queue call and its writer a look. Whatever would
+    change where the messages go, or needs them queued, queues them first
+    (:meth:`flush`): a change of peers or subscriptions, a batch, the statistics, a
+    close, and :data:`GATHER_LIMIT` of them waiting.
     """
 
     socket_type = "PUB"
@@ -103,6 +117,10 @@ class PubStrategy(SocketStrategy):
         # SocketStrategy.__init__)
         self._send: Callable[[Message], bool] = self.send
         self.send = self._send  # type: ignore[method-assign]
+        #: messages held back to be routed as one batch (see the class docstring)
+        self.gathered: list[Message] = []
+        #: set by the runtime: called when a message is gathered into an empty list
+        self.gather: Callable[[], None] | None = None
 
     def attach(self, peer: PeerLike) -> bool:
         self.subscribers.add_peer(peer)
@@ -112,6 +130,7 @@ class PubStrategy(SocketStrategy):
         return True
 
     def detach(self, peer: PeerLike) -> None:
+        self.flush()  # to the peers they were sent to, this one included
         self.inbound.remove(peer)
         self._warned.discard(peer)
         self.vanished(self.subscribers.remove_peer(peer))
@@ -129,6 +148,7 @@ class PubStrategy(SocketStrategy):
 
     def refresh(self) -> None:
         """The peers or subscriptions changed: start the routing cache afresh."""
+        self.flush()  # to the peers they were sent to
         subscribers = self.subscribers
         self._version = subscribers.version
         self._uniform = uniform = subscribers.uniform()
@@ -169,6 +189,15 @@ class PubStrategy(SocketStrategy):
             offers = self._offers
             if offers is not None:
                 # the commonest fan-out: every message to the same stream peers
+                gather = self.gather
+                if gather is not None:
+                    gathered = self.gathered
+                    gathered.append(msg)
+                    if len(gathered) == 1:
+                        gather()
+                    elif len(gathered) >= GATHER_LIMIT:
+                        self.flush()
+                    return True
                 shared = Fanout(msg)
                 for offer in offers:
                     if not offer(shared):
@@ -212,6 +241,8 @@ class PubStrategy(SocketStrategy):
         batch; the messages past a full peer's mark are dropped for that
         peer alone. With one subscriber of everything, the batch goes to its pipe with
         one call, the rest past its mark dropped, as :meth:`send` would one by one."""
+        if self.gathered:
+            self.flush()  # the messages sent before these go first
         if self.subscribers.version != self._version:
             self.refresh()
         queues = self._fan_queues
@@ -222,10 +253,36 @@ class PubStrategy(SocketStrategy):
             batch: list[object] = msgs[start:] if start else msgs  # type: ignore[assignment]
             self.dropped += len(batch) - peers[0].out_pipe.offer_many(batch)
             return len(msgs)
-        run = FanoutRun(msgs[start:] if start else msgs)
+        self._queue_run(queues, msgs[start:] if start else msgs)
+        return len(msgs)
+
+    def _queue_run(self, queues: list[Queue], msgs: list[Message]) -> None:
+        """Queue ``msgs`` as one run to each of ``queues`` (see :meth:`send_batch`)."""
+        run = FanoutRun(msgs)
         self.dropped += queues[0].offer_many_each(queues, run.items)
         run.queued()
-        return len(msgs)
+
+    def flush(self) -> None:
+        """Queue the gathered messages, as one run, to the peers they were sent to."""
+        gathered = self.gathered
+        if gathered:
+            self.gathered = []
+            queues = self._fan_queues
+            if queues is not None:  # always, while messages are gathered
+                self._queue_run(queues, gathered)
+
+    def take_gathered(self) -> list[Message]:
+        """The gathered messages, handed over to be routed as a batch with
+        :meth:`send_batch`; none when there are none, or when the peers or
+        subscriptions changed since (they are queued to the peers they were sent to
+        then, by :meth:`flush`)."""
+        gathered = self.gathered
+        if gathered:
+            if self.subscribers.version != self._version:
+                self.flush()
+                return []
+            self.gathered = []
+        return gathered
 
     def recv(self) -> Message | None:
         raise NotImplementedError
@@ -291,6 +348,7 @@ class PubStrategy(SocketStrategy):
         """Topics no peer holds any more."""
 
     def statistics(self) -> dict[str, int]:
+        self.flush()  # what is dropped is counted as it is queued
         return {
             "peers": len(self.subscribers),
             "dropped": self.dropped,
