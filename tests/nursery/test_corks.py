@@ -199,12 +199,13 @@ def _output_with_queue(room: int, *queued: Sequence[object]) -> tuple[RawOutput,
     return output, raw
 
 
-@pytest.mark.parametrize("room", [10**6, 8, 9])
+@pytest.mark.parametrize("room", [10**6, 8, 9, 12, 13, 15, 16, 19])
 def test_a_flush_writes_the_whole_runs_at_the_head_and_no_run_cut_short(room: int) -> None:
     # runs a and b are queued whole; c was cut short by this connection's mark (its
     # last message is not here): one sendmsg writes a's and b's shared encodings,
-    # c stays for the writer; a write the kernel took part of leaves the bytes
-    # still owed for the message it cut, then the rest in order
+    # c stays for the writer; a write the kernel took part of (in a's wire, at its
+    # end, in b's) leaves the bytes still owed for the message it cut, then the
+    # rest in order
     a = FanoutRun([[b"a1"], [b"a2"], [b"a3"]])
     b = FanoutRun([[b"b1"], [b"b2"]])
     c = FanoutRun([[b"c1"], [b"c2"], [b"c3"]])
@@ -217,9 +218,11 @@ def test_a_flush_writes_the_whole_runs_at_the_head_and_no_run_cut_short(room: in
         assert len(left) == 2
     else:
         wire = a.wire + b.wire  # type: ignore[operator]
-        cut = next(i for i, end in enumerate(a.ends) if end > room)
-        owed = [wire[room : a.ends[cut]]] if a.ends[cut - 1] < room else [a.items[cut]]
-        assert left[:-2] == owed + a.items[cut + 1 :] + b.items
+        ends = a.ends + [len(a.wire) + end for end in b.ends]  # type: ignore[arg-type]
+        items = a.items + b.items
+        cut = next(i for i, end in enumerate(ends) if end > room)
+        owed = [wire[room : ends[cut]]] if ends[cut - 1] < room else [items[cut]]
+        assert left[:-2] == owed + items[cut + 1 :]
 
 
 def test_a_flush_writes_nothing_shared_past_a_run_not_whole(

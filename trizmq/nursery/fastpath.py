@@ -518,10 +518,16 @@ class RawOutput:
             return True
         ends: list[int] = []
         base = 0
+        cut, cut_at = b"", 0  # the wire the write stopped in, and where it begins
         for run, wire in zip(runs, wires, strict=True):
             ends += [base + end for end in run.ends]
+            if base <= sent < base + len(wire):
+                cut, cut_at = wire, base
             base += len(wire)
-        _split_sent(items, ends, b"".join(wires) if sent < total else b"", sent)
+        # a message cut short lies in one run's wire: its rest is sliced from there,
+        # not from a copy of every wire (with many subscribers left behind at once,
+        # those copies were most of what a publisher allocated)
+        _split_sent(items, ends, cut, sent, cut_at)
         return not items
 
     def _send_owed(self, items: deque[object], ends: list[int], buf: Buffer) -> bool:
@@ -657,15 +663,18 @@ def run_sealer(mechanism: Mechanism, encode_into: object) -> Callable[..., int] 
     return None
 
 
-def _split_sent(items: deque[object], ends: list[int], buf: Buffer, sent: int) -> None:
-    """Remove from ``items`` the first ``len(ends)`` items, encoded into ``buf`` (item
-    ``i`` ending at ``ends[i]``), as far as ``sent`` bytes of it went out: a message
-    only partly written stays at the head as the bytes still owed for it."""
+def _split_sent(
+    items: deque[object], ends: list[int], buf: Buffer, sent: int, buf_at: int = 0
+) -> None:
+    """Remove from ``items`` the first ``len(ends)`` items, encoded into bytes of which
+    ``buf`` holds those from ``buf_at`` on (item ``i`` ending at ``ends[i]``), as far
+    as ``sent`` bytes of them went out: a message only partly written stays at the
+    head as the bytes still owed for it, which ``buf`` must hold."""
     whole = bisect_right(ends, sent)
     for _ in range(whole):
         items.popleft()
     if whole < len(ends) and sent > (ends[whole - 1] if whole else 0):
-        items[0] = bytes(buf[sent : ends[whole]])
+        items[0] = bytes(buf[sent - buf_at : ends[whole] - buf_at])
 
 
 def encode_big(parts: list[Buffer], buf: bytearray, frames: Sequence[bytes]) -> None:
