@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -279,8 +279,17 @@ async def test_libzmq_zap_refuses_an_unknown_curve_key(
 async def _refused_by_trizmq(
     pull: trizmq.Pull, events: trizmq.Monitor, bad: LibzmqSocket, good: LibzmqSocket, endpoint: str
 ) -> None:
-    await bad.connect(endpoint)
-    await bad.send_multipart([b"must not arrive"])
+
+    def connect_and_offer() -> None:
+        # connect and queue at once: once trizmq refuses the handshake, libzmq ends
+        # that session and its pipe for good (no reconnect after a protocol error),
+        # and a send that came too late would block; a send refused then has
+        # nothing to deliver, which is the point of the test too
+        bad.sock.connect(endpoint)
+        with suppress(zmq.Again):
+            bad.sock.send_multipart([b"must not arrive"], zmq.NOBLOCK)
+
+    await trio.to_thread.run_sync(connect_and_offer)
     await next_event(events, trizmq.HandshakeFailed)
     await good.connect(endpoint)
     await good.send_multipart([b"welcome"])
