@@ -239,3 +239,49 @@ def test_a_flush_writes_nothing_shared_past_a_run_not_whole(
         assert not output._write_runs()
         assert raw.calls == [] and taken == [output]
         assert list(output._pipe._items) == queue
+
+
+async def _rescheduled_sleeper(nursery: trio.Nursery) -> trio.lowlevel.Task:
+    """A task parked until rescheduled by hand, once every task is blocked."""
+
+    async def sleeper(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started(trio.lowlevel.current_task())
+        await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.SUCCEEDED)
+
+    task: trio.lowlevel.Task = await nursery.start(sleeper)
+    await trio.testing.wait_all_tasks_blocked()
+    return task
+
+
+async def test_anything_runnable_reads_trios_run_queue() -> None:
+    async with trio.open_nursery() as nursery:
+        task = await _rescheduled_sleeper(nursery)
+        assert not fastpath._anything_runnable()
+        trio.lowlevel.reschedule(task)
+        assert fastpath._anything_runnable()
+
+
+async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # corks that came off with everything written woke nobody: the loop may sleep
+    # (a wake-up of its own cost a lone published message ~15 µs); a woken writer
+    # must not wait for the sleep to end
+    revival = fastpath.Revival()
+    wakes: list[object] = []
+    revival._token = SimpleNamespace(  # type: ignore[assignment]
+        run_sync_soon=lambda fn, idempotent: wakes.append(fn)
+    )
+    monkeypatch.setattr(fastpath.Revival, "_uncork", lambda self, timeout: True)
+    async with trio.open_nursery() as nursery:
+        task = await _rescheduled_sleeper(nursery)
+        revival.corked = [object()]  # type: ignore[list-item]
+        revival.before_io_wait(1.0)
+        assert wakes == []
+        trio.lowlevel.reschedule(task)
+        revival.corked = [object()]  # type: ignore[list-item]
+        revival.before_io_wait(1.0)
+        assert wakes == [fastpath._nothing]
+        revival.corked = [object()]  # type: ignore[list-item]
+        revival.before_io_wait(0.0)  # the loop does not sleep anyway
+        assert wakes == [fastpath._nothing]

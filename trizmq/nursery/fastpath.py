@@ -888,6 +888,8 @@ class Revival(trio.abc.Instrument):
     loop is about to sleep (``timeout`` > 0), a wake-up through trio's token ends that
     sleep at once, so the reader watches the connection without delay: messages,
     PINGs and the peer's close are read while the application does something else.
+    The loop is woken so only when a task waits to run: corks that came off with
+    everything written (a publisher's gathered messages) woke nobody.
     """
 
     __slots__ = ("_corked_at", "_token", "corked", "gathering", "owed", "passes")
@@ -927,7 +929,8 @@ class Revival(trio.abc.Instrument):
                     read_through.owed = False
                     read_through._reader.unpark_all()
                     woke = True
-        if woke and timeout > 0:
+        if woke and timeout > 0 and _anything_runnable():
+            # a task woken here would wait for the loop's sleep to end: end it now
             self._token.run_sync_soon(_nothing, idempotent=True)
 
     def _uncork(self, timeout: float) -> bool:
@@ -953,6 +956,17 @@ class Revival(trio.abc.Instrument):
 
 def _nothing() -> None:
     """Run by trio's token only to end a wait for I/O."""
+
+
+def _anything_runnable() -> bool:
+    """Whether trio's run loop has a task to run (from its internals; True where they
+    moved, so that the loop is woken as if one were). A write that went out whole,
+    corks that came off with nothing left for a writer, woke nobody: the loop may
+    sleep until the answers come, without a wake-up of its own first."""
+    try:
+        return bool(RUN_CONTEXT.runner.runq)
+    except AttributeError:  # pragma: no cover - a trio that moved it
+        return True
 
 
 _REVIVAL: trio.lowlevel.RunVar[Revival] = trio.lowlevel.RunVar("trizmq_revival")
