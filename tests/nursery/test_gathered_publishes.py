@@ -163,3 +163,52 @@ async def test_without_the_fast_path_nothing_gathers(monkeypatch: pytest.MonkeyP
         assert pub._strategy.gathered == []
         for sub in subs:
             assert await sub.recv() == b"x"
+
+
+async def test_gathered_publishes_to_curve_subscribers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an encrypted connection encodes (boxes) each message itself: gathered runs
+    # reach each subscriber whole and in order all the same
+    runs = count_runs(monkeypatch)
+    public, secret = trizmq.curve_keypair()
+    sent = [b"%d" % i for i in range(300)]
+    async with trizmq.XPub(
+        bind="tcp://127.0.0.1:0", xpub_verbose=True, security=trizmq.CurveServer(secret_key=secret)
+    ) as pub:
+        bound = pub.statistics()["bound"][0]
+        async with AsyncExitStack() as stack:
+            subs = []
+            for _ in range(2):
+                client_public, client_secret = trizmq.curve_keypair()
+                security = trizmq.CurveClient(
+                    server_key=public, public_key=client_public, secret_key=client_secret
+                )
+                subs.append(
+                    await stack.enter_async_context(
+                        trizmq.Sub(connect=bound, subscribe=b"", security=security)
+                    )
+                )
+            for _ in subs:
+                assert await pub.recv() == b"\x01"
+            for body in sent:
+                await pub.send(body)
+            for sub in subs:
+                assert [await sub.recv() for _ in sent] == sent
+    assert sum(runs) == len(sent) and len(runs) < len(sent) // 10
+
+
+async def test_gathered_publishes_over_websocket(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ws frames every message in its own WebSocket frame: no shared encoding either
+    runs = count_runs(monkeypatch)
+    sent = [b"%d" % i for i in range(300)]
+    async with trizmq.XPub(bind="ws://127.0.0.1:0/feed", xpub_verbose=True) as pub:
+        bound = pub.statistics()["bound"][0]
+        async with trizmq.Sub(connect=bound, subscribe=b"") as a, trizmq.Sub(
+            connect=bound, subscribe=b""
+        ) as b:
+            for _ in range(2):
+                assert await pub.recv() == b"\x01"
+            for body in sent:
+                await pub.send(body)
+            for sub in (a, b):
+                assert [await sub.recv() for _ in sent] == sent
+    assert sum(runs) == len(sent) and len(runs) < len(sent) // 10
