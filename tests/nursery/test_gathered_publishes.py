@@ -1,5 +1,5 @@
 """The runtime's side of a publisher's gathered messages (``FastPath.gather``): what a
-PUB is given one ``send`` at a time for several subscribers goes out as batches,
+PUB is given one ``send`` at a time for its subscribers (one or several) goes out as batches,
 routed just before trio's run loop next waits, and reaches libzmq subscribers whole
 and in order, on tcp and ipc, whichever side binds. Counted, never timed."""
 
@@ -58,11 +58,16 @@ async def trizmq_subscribers(
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
 @pytest.mark.parametrize("pub_binds", [True, False])
+@pytest.mark.parametrize("subscribers", [1, 3])
 async def test_one_at_a_time_publishes_reach_libzmq_subscribers_as_batches(
-    transport: str, pub_binds: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    transport: str,
+    pub_binds: bool,
+    subscribers: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runs = count_runs(monkeypatch)
-    count, subscribers = 1000, 3
+    count = 1000
     ctx = zmq.Context()
     subs = [ctx.socket(zmq.SUB) for _ in range(subscribers)]
     try:
@@ -107,10 +112,11 @@ async def test_one_at_a_time_publishes_reach_libzmq_subscribers_as_batches(
     assert len(runs) < count // 10
 
 
-async def test_a_lone_publish_goes_out_before_the_loop_waits() -> None:
+@pytest.mark.parametrize("subscribers", [1, 2])
+async def test_a_lone_publish_goes_out_before_the_loop_waits(subscribers: int) -> None:
     # nothing else is sent: the message is routed as the loop is about to wait for
     # the subscribers' input
-    async with trizmq_subscribers(2) as (pub, subs):
+    async with trizmq_subscribers(subscribers) as (pub, subs):
         await pub.send(b"only")
         for sub in subs:
             assert await sub.recv() == b"only"
@@ -212,3 +218,30 @@ async def test_gathered_publishes_over_websocket(monkeypatch: pytest.MonkeyPatch
             for sub in (a, b):
                 assert [await sub.recv() for _ in sent] == sent
     assert sum(runs) == len(sent) and len(runs) < len(sent) // 10
+
+
+async def test_a_gathering_send_skips_the_write_through_wrapper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # once a message is gathered the sends of the pass only gather: none of them
+    # routes through FastPath.route (nothing to write through), until the gathered
+    # run is routed and the socket may write through again
+    routed: list[int] = []
+    real = fastpath.FastPath.route
+
+    def counting(self: Any, send: Any, msg: Any) -> bool:
+        routed.append(1)
+        return real(self, send, msg)
+
+    monkeypatch.setattr(fastpath.FastPath, "route", counting)
+    async with trizmq_subscribers(1) as (pub, subs):
+        fast = pub._fast
+        await trio.sleep(0)  # the writer parks: write-through is armed
+        assert fast.armed
+        for i in range(10):
+            await pub.send(b"%d" % i)
+        assert len(routed) == 1
+        assert not fast.armed and len(pub._strategy.gathered) == 10
+        assert [await subs[0].recv() for _ in range(10)] == [b"%d" % i for i in range(10)]
+        assert pub._strategy.gathered == []
+        assert fast.armed == (fast.allowed and fast.idle > 0)

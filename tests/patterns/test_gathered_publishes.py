@@ -1,5 +1,5 @@
 """A publisher's gathered messages (``PubStrategy.gather``): messages sent one at a
-time to several stream subscribers of everything are held back and queued as one run,
+time to stream subscribers of everything (one or several) are held back and queued as one run,
 and whatever would change where they go, or needs them queued, queues them first. The
 runtime's side (routing them before trio's loop waits) is in
 ``tests/nursery/test_gathered_publishes.py``."""
@@ -64,8 +64,21 @@ def test_several_subscribers_gather_and_the_hook_is_called_once() -> None:
     assert s.calls == 2
 
 
-def test_one_subscriber_or_no_hook_queues_at_once() -> None:
+def test_one_subscriber_gathers_too() -> None:
     one = gathering(count=1)
+    one.send([b"x"])
+    one.send([b"y"])
+    assert one.gathered == [[b"x"], [b"y"]] and one.calls == 1
+    assert not one.peers[0].out_pipe
+    assert one.send_batch(one.take_gathered(), 0) == 2
+    items = list(one.peers[0].out_pipe._items)
+    assert items[0].__class__ is Fanout and items[0].run is not None
+    assert queued(one.peers[0]) == [[b"x"], [b"y"]]
+
+
+def test_no_hook_queues_at_once() -> None:
+    one = gathering(count=1)
+    one.gather = None
     one.send([b"x"])
     assert one.gathered == [] and one.calls == 0
     assert queued(one.peers[0]) == [[b"x"]]

@@ -748,14 +748,19 @@ class FastPath:
 
     def gather(self, strategy: PubStrategy) -> None:
         """Let a publisher's ``strategy`` gather the messages it is given one at a
-        time for several subscribers: they are routed as one batch
+        time to its stream subscribers: they are routed as one batch
         (:meth:`route_batch`, corks and all) just before trio's run loop next waits
         for I/O (:meth:`Revival.before_io_wait`), as ``send_many`` would route them."""
         self._gatherer = strategy
         strategy.gather = self._gathering
 
     def _gathering(self) -> None:
-        """The gatherer began to gather: route its messages before the loop waits."""
+        """The gatherer began to gather: route its messages before the loop waits.
+
+        Until then a send only gathers, with nothing to write through: it need not
+        route through :meth:`route` (``armed`` is set again by :meth:`route_gathered`
+        and whenever the socket's task waits or yields)."""
+        self.armed = False
         revival_ = self._revival
         if revival_ is None:
             revival_ = self._revival = revival()
@@ -768,6 +773,7 @@ class FastPath:
             msgs = strategy.take_gathered()
             if msgs:
                 self.route_batch(strategy.send_batch, msgs, 0)
+            self.armed = self.allowed and self.idle > 0
 
     def waited(self) -> None:
         """The socket's task waited or yielded: write-through may happen again."""

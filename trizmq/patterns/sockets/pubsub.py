@@ -64,14 +64,16 @@ class PubStrategy(SocketStrategy):
     single-frame message, whose first frame is its payload too, is matched afresh
     each time).
 
-    Messages sent one at a time to several stream subscribers of everything can be
-    *gathered* instead of queued one by one: where the runtime sets :attr:`gather`
+    Messages sent one at a time to stream subscribers of everything (one or several)
+    can be *gathered* instead of queued one by one: where the runtime sets :attr:`gather`
     (its fast path does), such a message is appended to :attr:`gathered` and
     ``gather()`` is called for the first one, so that the runtime routes them as one
     batch (:meth:`take_gathered`, then :meth:`send_batch`) before its event loop
     next waits. The batch is then encoded once for every subscriber, and each
     subscriber's queue takes it in one call, as with ``send_many``; one by one, each
-    message cost every subscriber a queue call and its writer a look. Whatever would
+    message cost every subscriber a queue call and its writer a look (with one
+    subscriber too: a run is written with one call, and its receiver reads it in
+    few). Whatever would
     change where the messages go, or needs them queued, queues them first
     (:meth:`flush`): a change of peers or subscriptions, a batch, the statistics, a
     close, and :data:`GATHER_LIMIT` of them waiting.
@@ -155,11 +157,17 @@ class PubStrategy(SocketStrategy):
         self._streams = all(peer.shares_wire for peer in subscribers)
         # with no prefix but b"", every message goes to the same peers
         self._peers = peers = subscribers.matching(b"") if uniform else []
-        shared = self._streams and len(peers) > 1
+        # one stream subscriber is worth gathering for too: its run is encoded once
+        # and written with one call, as with several
+        gathers = self._streams and bool(peers) and self.gather is not None
+        shared = gathers or (self._streams and len(peers) > 1)
         self._offers = [peer.out_pipe.offer for peer in peers] if shared else None
         self._fan_queues = [peer.out_pipe for peer in peers] if shared else None
         self._routes = {}
-        if len(peers) == 1 and type(self).send is PubStrategy.send:
+        own = type(self).send is PubStrategy.send
+        if gathers and own:
+            self.send = self._gathering()  # type: ignore[method-assign,assignment]
+        elif len(peers) == 1 and own:
             self.send = self._to_one(peers[0].out_pipe.offer)  # type: ignore[method-assign,assignment]
         else:
             self.send = self._send  # type: ignore[method-assign,assignment]
@@ -176,6 +184,29 @@ class PubStrategy(SocketStrategy):
                 return self._send(msg)
             if not offer(msg):
                 self.dropped += 1
+            return True
+
+        return send
+
+    def _gathering(self) -> Callable[[Message], bool]:
+        """:meth:`send` while every message goes to the same stream subscribers and the
+        runtime gathers them (see the class docstring): the message appended to
+        :attr:`gathered`, until the subscriptions change (then :meth:`send` itself,
+        which refreshes). The runtime sets :attr:`gather` before the first send."""
+        subscribers = self.subscribers
+        version = self._version
+        gather = self.gather
+        assert gather is not None
+
+        def send(msg: Message) -> bool:
+            if subscribers.version != version:
+                return self._send(msg)
+            gathered = self.gathered
+            gathered.append(msg)
+            if len(gathered) == 1:
+                gather()
+            elif len(gathered) >= GATHER_LIMIT:
+                self.flush()
             return True
 
         return send
@@ -239,7 +270,8 @@ class PubStrategy(SocketStrategy):
         :class:`FanoutRun`) and appended to every peer's queue in one call
         (``offer_many_each``), so an extra subscriber costs one C-level extend per
         batch; the messages past a full peer's mark are dropped for that
-        peer alone. With one subscriber of everything, the batch goes to its pipe with
+        peer alone; with one such peer too where the runtime gathers (:attr:`gather`).
+        Otherwise, with one subscriber of everything, the batch goes to its pipe with
         one call, the rest past its mark dropped, as :meth:`send` would one by one."""
         if self.gathered:
             self.flush()  # the messages sent before these go first
