@@ -173,6 +173,25 @@ def test_a_runs_shared_encoding_is_the_codecs() -> None:
     encoded = [codec.encode_message(m) for m in msgs]
     assert encode_run(run, codec.message_encoder()) == run.wire == b"".join(encoded)
     assert run.ends == list(accumulate(map(len, encoded)))
+    assert run.count == len(msgs)
+
+
+def test_a_run_of_short_one_frame_messages_is_framed_at_once() -> None:
+    # the commonest run takes the comprehension's path: the same bytes as the
+    # codec's, its ends worked out only when asked for (a partial write)
+    codec = handshaken("XPUB", b"XSUB")
+    msgs = [[b"a"], [b""], [b"x" * 255], [b"last"]]
+    run = FanoutRun(msgs)
+    encoded = [codec.encode_message(m) for m in msgs]
+    assert encode_run(run, codec.message_encoder()) == b"".join(encoded)
+    assert run.count == len(msgs) and run._ends is None
+    assert run.ends == list(accumulate(map(len, encoded)))
+    # a frame of 256 bytes, or a message of two frames, takes the loop
+    for odd in ([b"y" * 256], [b"m", b"n"]):
+        mixed = FanoutRun([[b"a"], odd, [b"b"]])
+        wire = encode_run(mixed, codec.message_encoder())
+        assert wire == b"".join(codec.encode_message(m) for m in mixed.msgs)
+        assert mixed._ends is not None and mixed.count == 3
 
 
 class _Raw:

@@ -85,6 +85,8 @@ log = logging.getLogger("trizmq")
 BIG_FRAME = 64 * 1024
 #: a write-through of a batch stops gathering messages past this many bytes
 WRITE_BATCH = 64 * 1024
+#: the header of a short frame (its flags and its one-byte size)
+SHORT_HEADER = len(SHORT_HEADERS[0][0])
 #: a published batch is encoded into one shared buffer up to this many bytes
 RUN_BYTES = 256 * 1024
 #: scheduler passes a reader lets go by before it reads again after handing on a message
@@ -618,8 +620,8 @@ def leading_runs(
         runs.append(run)
         wires.append(wire)
         total += len(wire)
-        count += len(run.ends)
-        if len(run.ends) < size or total >= limit:
+        count += run.count
+        if run.count < size or total >= limit:
             break  # the rest of that run (big frames) or of the queue: later
     return runs, wires, total, count
 
@@ -628,10 +630,27 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
     """A published batch's shared encoding, made by the first connection that writes
     it whole (up to :data:`RUN_BYTES`, and not past a big frame), each message's end
     in ``run.ends``."""
-    buf = bytearray()
     short = _short_headers(encode_into)
+    msgs = run.msgs
+    if short is not None:
+        # the commonest run, short one-frame messages, framed at C speed: the
+        # headers looked up in one comprehension, interleaved with the frames by
+        # slice assignment, joined once (~60 ns a message against ~145 one by one)
+        try:
+            frames: list[bytes] = [frame for (frame,) in msgs]  # ValueError: several frames
+            heads = [short[len(frame)] for frame in frames]  # IndexError: 256 B or more
+        except (ValueError, IndexError):
+            pass
+        else:
+            parts: list[bytes] = heads + frames
+            parts[::2] = heads
+            parts[1::2] = frames
+            run.encoded_alike(SHORT_HEADER)
+            wire = run.wire = b"".join(parts)
+            return wire
+    buf = bytearray()
     ends = run.ends
-    for frames in run.msgs:
+    for frames in msgs:
         last = frames[-1]
         size = len(last)
         if size < 256 and short is not None and len(frames) == 1:
@@ -644,6 +663,7 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
         else:
             encode_into(buf, frames)
         ends.append(len(buf))
+    run.count = len(ends)
     wire = run.wire = bytes(buf)
     return wire
 

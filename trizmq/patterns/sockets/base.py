@@ -19,6 +19,7 @@ peer came through.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..routing import FairQueue
@@ -198,7 +199,7 @@ class FanoutRun:
     that collector took a third of a publisher's CPU).
     """
 
-    __slots__ = ("ends", "items", "msgs", "wire")
+    __slots__ = ("_ends", "count", "header", "items", "msgs", "wire")
 
     def __init__(self, msgs: list[Message]) -> None:
         #: the messages, as the publisher gave them
@@ -211,7 +212,29 @@ class FanoutRun:
                 items[last] = Fanout(msgs[last], self, last)
         self.items = items
         self.wire: bytes | None = None
-        self.ends: list[int] = []
+        #: how many of the messages :attr:`wire` holds (from the first)
+        self.count = 0
+        #: 0 while :attr:`ends` is listed as the wire is made; else every message
+        #: in the wire is one frame behind a header of this many bytes, and the ends
+        #: are worked out when first needed (a partial write), not for every run
+        self.header = 0
+        self._ends: list[int] | None = []
+
+    @property
+    def ends(self) -> list[int]:
+        """Where each message of :attr:`wire` ends in it."""
+        ends = self._ends
+        if ends is None:
+            header = self.header
+            ends = self._ends = list(accumulate([len(frames[0]) + header for frames in self.msgs]))
+        return ends
+
+    def encoded_alike(self, header: int) -> None:
+        """Every message is in :attr:`wire`, one frame behind a ``header``-byte header
+        each (see :attr:`header`)."""
+        self.count = len(self.msgs)
+        self.header = header
+        self._ends = None
 
     def queued(self) -> None:
         """The batch is queued: the run lets go of it (see the class docstring)."""
