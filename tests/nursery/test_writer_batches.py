@@ -12,11 +12,13 @@ from zmtp.helpers import handshaken
 from zmtp.test_curve import OK, curve_pair
 from zmtp.test_plain import zap_handshake
 
+from trizmq.nursery.fastpath import frame_short_messages
 from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.writer import _Batcher
 from trizmq.patterns.sockets.base import Fanout, FanoutRun
 from trizmq.zmtp import CurveClientMechanism, CurveServerMechanism
 from trizmq.zmtp.events import Subscribe
+from trizmq.zmtp.frames import SHORT_HEADERS
 
 MESSAGES: list[Any] = [
     [b"a"],
@@ -167,3 +169,21 @@ def test_encrypted_connections_encode_runs_themselves() -> None:
     got = server.receive_data(written(client, [*run.items, *run.items[:4]]))
     assert got == run.msgs + run.msgs[:4]
     assert run.wire is None  # nothing shared: the encoding is this connection's own
+
+
+def test_short_one_frame_messages_are_framed_at_once_up_to_the_limit() -> None:
+    # the comprehension's framing: the codec's bytes, taken up to the message that
+    # brings them to the limit (as the writer's loop stops), None for anything else
+    codec = handshaken("PUSH", b"PULL")
+    short = SHORT_HEADERS[0]
+    items: list[Any] = [[bytes([i]) * (i % 200)] for i in range(100)]
+    wire, count = frame_short_messages(items, short, 1 << 20) or (b"", 0)
+    assert (wire, count) == (expected(codec, items), 100)
+    sizes = [len(codec.encode_message(item)) for item in items]
+    for limit in (1, sizes[0], sizes[0] + 1, sum(sizes[:50]), sum(sizes) - 1):
+        wire, count = frame_short_messages(items, short, limit) or (b"", 0)
+        ends = [sum(sizes[: i + 1]) for i in range(100)]
+        assert count == next(i for i, end in enumerate(ends) if end >= limit) + 1
+        assert wire == expected(codec, items[:count])
+    for odd in ([b"y" * 256], [b"m", b"n"], Subscribe(b"t"), b"bare", Fanout([b"f"])):
+        assert frame_short_messages([[b"a"], odd], short, 1 << 20) is None

@@ -42,10 +42,10 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -633,20 +633,11 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
     short = _short_headers(encode_into)
     msgs = run.msgs
     if short is not None:
-        # the commonest run, short one-frame messages, framed at C speed: the
-        # headers looked up in one comprehension, interleaved with the frames by
-        # slice assignment, joined once (~60 ns a message against ~145 one by one)
-        try:
-            frames: list[bytes] = [frame for (frame,) in msgs]  # ValueError: several frames
-            heads = [short[len(frame)] for frame in frames]  # IndexError: 256 B or more
-        except (ValueError, IndexError):
-            pass
-        else:
-            parts: list[bytes] = heads + frames
-            parts[::2] = heads
-            parts[1::2] = frames
-            run.encoded_alike(SHORT_HEADER)
-            wire = run.wire = b"".join(parts)
+        framed = frame_short_messages(msgs, short, RUN_BYTES)
+        if framed is not None:
+            wire, count = framed
+            run.encoded_alike(SHORT_HEADER, count)
+            run.wire = wire
             return wire
     buf = bytearray()
     ends = run.ends
@@ -666,6 +657,40 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
     run.count = len(ends)
     wire = run.wire = bytes(buf)
     return wire
+
+
+def frame_short_messages(
+    items: Sequence[object], short: Sequence[bytes], limit: int
+) -> tuple[bytes, int] | None:
+    """``items`` framed at C speed on unencrypted ZMTP, when every one is a
+    one-frame message (a list) under 256 bytes: (the bytes, how many of the items
+    they hold); None otherwise (the caller frames them one by one). As a loop that
+    stops once its buffer holds ``limit`` bytes, the items are taken up to the
+    first that brings the bytes to ``limit``.
+
+    The commonest queue, framed without a Python step a message: the frames taken
+    and their headers looked up (``short``, by size) in two comprehensions,
+    interleaved by slice assignment, joined once: ~60 ns a message against ~145 for
+    a loop that appends each to a buffer.
+    """
+    frames: list[bytes] = [
+        item[0] for item in items if item.__class__ is list and len(item) == 1
+    ]
+    if len(frames) != len(items):
+        return None
+    try:
+        heads = [short[len(frame)] for frame in frames]
+    except IndexError:  # a frame of 256 bytes or more
+        return None
+    count = len(frames)
+    if sum(map(len, frames)) + SHORT_HEADER * count > limit:
+        ends = list(accumulate([len(frame) + SHORT_HEADER for frame in frames]))
+        count = bisect_left(ends, limit) + 1
+        del frames[count:], heads[count:]
+    parts = heads + frames
+    parts[::2] = heads
+    parts[1::2] = frames
+    return b"".join(parts), count
 
 
 def _short_headers(encode_into: object) -> tuple[bytes, ...] | None:

@@ -31,7 +31,7 @@ from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from ..zmtp.frames import SHORT_HEADERS
-from .fastpath import BIG_FRAME, encode_big, leading_runs, run_sealer
+from .fastpath import BIG_FRAME, encode_big, frame_short_messages, leading_runs, run_sealer
 from .reader import STREAM_ERRORS
 
 if TYPE_CHECKING:
@@ -185,6 +185,14 @@ class _Batcher:
         buf = bytearray()
         used = 0
         items: Iterable[Any] = batch
+        if short is not None:
+            # the commonest batch, short one-frame messages, at C speed
+            framed = frame_short_messages(batch, short, WRITE_BATCH)
+            if framed is not None:
+                wire, used = framed
+                if used < len(batch):
+                    pipe.unshift(batch[used:])
+                return [wire]
         if self._seal_run is not None:
             # a stream of short one-frame messages, wrapped in the mechanism's loop
             used = self._seal_run(buf, batch, 0, WRITE_BATCH)

@@ -226,13 +226,14 @@ class FanoutRun:
         ends = self._ends
         if ends is None:
             header = self.header
-            ends = self._ends = list(accumulate([len(frames[0]) + header for frames in self.msgs]))
+            msgs = self.msgs[: self.count]
+            ends = self._ends = list(accumulate([len(frames[0]) + header for frames in msgs]))
         return ends
 
-    def encoded_alike(self, header: int) -> None:
-        """Every message is in :attr:`wire`, one frame behind a ``header``-byte header
-        each (see :attr:`header`)."""
-        self.count = len(self.msgs)
+    def encoded_alike(self, header: int, count: int) -> None:
+        """The first ``count`` messages are in :attr:`wire`, each one frame behind a
+        ``header``-byte header (see :attr:`header`)."""
+        self.count = count
         self.header = header
         self._ends = None
 
