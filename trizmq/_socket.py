@@ -150,7 +150,7 @@ class Socket(SocketLife):
         else:
             task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
-                task is task._runner.main_task and task._runner.ki_pending
+                task._runner.ki_pending and task is task._runner.main_task
             ):
                 await _checkpoint()
             task._cancel_points += 1
@@ -260,7 +260,7 @@ class Socket(SocketLife):
         else:
             task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
-                task is task._runner.main_task and task._runner.ki_pending
+                task._runner.ki_pending and task is task._runner.main_task
             ):
                 await _checkpoint()
             task._cancel_points += 1
@@ -374,7 +374,7 @@ class Socket(SocketLife):
         else:
             task = _RUN_CONTEXT.task
             if task._cancel_status.effectively_cancelled or (
-                task is task._runner.main_task and task._runner.ki_pending
+                task._runner.ki_pending and task is task._runner.main_task
             ):
                 await _checkpoint()
             task._cancel_points += 1
@@ -467,7 +467,7 @@ class Socket(SocketLife):
             else:
                 task = _RUN_CONTEXT.task
                 if task._cancel_status.effectively_cancelled or (
-                    task is task._runner.main_task and task._runner.ki_pending
+                    task._runner.ki_pending and task is task._runner.main_task
                 ):
                     await _checkpoint()
                 task._cancel_points += 1

@@ -132,7 +132,7 @@ ENABLED = _env_enabled()
 def _cancel_pending_inline() -> bool:
     task = RUN_CONTEXT.task
     if task._cancel_status.effectively_cancelled or (
-        task is task._runner.main_task and task._runner.ki_pending
+        task._runner.ki_pending and task is task._runner.main_task
     ):
         return True
     task._cancel_points += 1
