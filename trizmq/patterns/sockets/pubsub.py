@@ -123,6 +123,8 @@ class PubStrategy(SocketStrategy):
         self.gathered: list[Message] = []
         #: set by the runtime: called when a message is gathered into an empty list
         self.gather: Callable[[], None] | None = None
+        #: while messages are gathered, the send that gathers them (see _gathering)
+        self._gathering_send: Callable[[Message], bool] | None = None
 
     def attach(self, peer: PeerLike) -> bool:
         self.subscribers.add_peer(peer)
@@ -142,6 +144,7 @@ class PubStrategy(SocketStrategy):
         self._peers = []
         self._offers = None
         self._fan_queues = None
+        self._gathering_send = None
         self._routes = {}
 
     def disconnected(self, peer: PeerLike) -> None:
@@ -165,8 +168,9 @@ class PubStrategy(SocketStrategy):
         self._fan_queues = [peer.out_pipe for peer in peers] if shared else None
         self._routes = {}
         own = type(self).send is PubStrategy.send
+        self._gathering_send = self._gathering() if gathers else None
         if gathers and own:
-            self.send = self._gathering()  # type: ignore[method-assign,assignment]
+            self.send = self._gathering_send  # type: ignore[method-assign,assignment]
         elif len(peers) == 1 and own:
             self.send = self._to_one(peers[0].out_pipe.offer)  # type: ignore[method-assign,assignment]
         else:
@@ -220,15 +224,9 @@ class PubStrategy(SocketStrategy):
             offers = self._offers
             if offers is not None:
                 # the commonest fan-out: every message to the same stream peers
-                gather = self.gather
-                if gather is not None:
-                    gathered = self.gathered
-                    gathered.append(msg)
-                    if len(gathered) == 1:
-                        gather()
-                    elif len(gathered) >= GATHER_LIMIT:
-                        self.flush()
-                    return True
+                gathering = self._gathering_send
+                if gathering is not None:
+                    return gathering(msg)
                 shared = Fanout(msg)
                 for offer in offers:
                     if not offer(shared):
