@@ -14,6 +14,7 @@ SIGKILL the driver in the middle of that batch.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -24,6 +25,10 @@ from tests.spark.conftest import build_session
 
 
 def main() -> None:
+    # trizmq's own log, timed, for the test's message when a wait times out
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    print(f"{time.strftime('%H:%M:%S')} driver starting", flush=True)
     endpoint, wal, checkpoint, out = sys.argv[1:5]
     crash_prefix = sys.argv[5] if len(sys.argv) > 5 else None
     spark = build_session("trizmq-crash-driver", os.environ.get("DRIVER_MASTER", "local[2,2]"))
@@ -31,6 +36,8 @@ def main() -> None:
 
     def each(df: Any, batch_id: int) -> None:
         rows = sorted([r.offset, r.payload.decode()] for r in df.collect())
+        # a timeline for the test's message when a wait times out
+        print(f"{time.strftime('%H:%M:%S')} batch {batch_id}: {len(rows)} rows", flush=True)
         if not rows:
             return
         if crash_prefix and any(r[1].startswith(crash_prefix) for r in rows):
@@ -53,7 +60,7 @@ def main() -> None:
         .trigger(processingTime="300 milliseconds")
         .start()
     )
-    print("started", flush=True)
+    print(f"{time.strftime('%H:%M:%S')} started", flush=True)
     query.awaitTermination(240)
     query.stop()
     spark.stop()

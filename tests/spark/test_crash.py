@@ -23,13 +23,25 @@ def _driver(
     endpoint: str, tmp: Path, *crash: str, wal: str | None = None, **env: str
 ) -> subprocess.Popen[bytes]:
     args = [endpoint, wal or str(tmp / "wal"), str(tmp / "ck"), str(tmp / "out"), *crash]
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.spark.driver_app", *args],
-        cwd=ROOT,
-        env={**spark_env(), **env},
-        start_new_session=True,  # its JVM is in its group: killpg kills both
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    # its output is kept, one file per driver, for the message of a failed wait
+    log = tmp / f"driver-{len(list(tmp.glob('driver-*.log')))}.log"
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.spark.driver_app", *args],
+            cwd=ROOT,
+            env={**spark_env(), **env},
+            start_new_session=True,  # its JVM is in its group: killpg kills both
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _logs(tmp: Path, lines: int = 40) -> str:
+    """The last lines of each driver's output."""
+    return "".join(
+        f"\n--- {log.name} (last {lines} lines)\n"
+        + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        for log in sorted(tmp.glob("driver-*.log"))
     )
 
 
@@ -83,6 +95,9 @@ def crash_and_replay(tmp_path: Path, wal: str | None = None, **env: str) -> None
         expected = sorted([f"a{i}" for i in range(50)] + [f"b{i}" for i in range(50)])
         # the replayed batch may hold only some b rows; the rest follow in later batches
         wait_for(lambda: delivered() == expected, "every row exactly once", 60)
+    except AssertionError as exc:
+        # a timed-out wait alone says nothing of why: add what the drivers said
+        raise AssertionError(f"{exc}; delivered: {delivered()}{_logs(tmp_path)}") from exc
     finally:
         _kill(first)
         if second is not None:
