@@ -178,7 +178,7 @@ class SocketLife:
             # receivers wait the fast path's way (read-through)
             self._wait_to_recv = self._fast.wait_to_recv
             if isinstance(self._strategy, PubStrategy):
-                # one-at-a-time publishes to several subscribers go out as batches
+                # one-at-a-time publishes to stream subscribers go out as batches
                 self._fast.gather(self._strategy)
         self._runtime = SocketRuntime(
             self.socket_type,

@@ -65,18 +65,18 @@ class PubStrategy(SocketStrategy):
     each time).
 
     Messages sent one at a time to stream subscribers of everything (one or several)
-    can be *gathered* instead of queued one by one: where the runtime sets :attr:`gather`
-    (its fast path does), such a message is appended to :attr:`gathered` and
-    ``gather()`` is called for the first one, so that the runtime routes them as one
-    batch (:meth:`take_gathered`, then :meth:`send_batch`) before its event loop
-    next waits. The batch is then encoded once for every subscriber, and each
-    subscriber's queue takes it in one call, as with ``send_many``; one by one, each
-    message cost every subscriber a queue call and its writer a look (with one
-    subscriber too: a run is written with one call, and its receiver reads it in
-    few). Whatever would
-    change where the messages go, or needs them queued, queues them first
-    (:meth:`flush`): a change of peers or subscriptions, a batch, the statistics, a
-    close, and :data:`GATHER_LIMIT` of them waiting.
+    can be *gathered* instead of queued one by one: where the runtime sets
+    :attr:`gather` (its fast path does), such a message is appended to
+    :attr:`gathered` and ``gather()`` is called for the first one, so that the
+    runtime routes them as one batch (:meth:`take_gathered`, then
+    :meth:`send_batch`) before its event loop next waits. The batch is then encoded
+    once for every subscriber, and each subscriber's queue takes it in one call, as
+    with ``send_many``; one by one, each message cost every subscriber a queue call
+    and its writer a look (with one subscriber too: a run is written with one call,
+    and its receiver reads it in few). Whatever would change where the messages go,
+    or needs them queued, queues them first (:meth:`flush`): a change of peers or
+    subscriptions, a batch, the statistics, a close, and :data:`GATHER_LIMIT` of
+    them waiting.
     """
 
     socket_type = "PUB"
@@ -220,13 +220,13 @@ class PubStrategy(SocketStrategy):
         subscribers = self.subscribers
         if subscribers.version != self._version:
             self.refresh()
+        gathering = self._gathering_send
+        if gathering is not None:
+            return gathering(msg)  # the first message after a refresh
         if self._uniform:
             offers = self._offers
             if offers is not None:
                 # the commonest fan-out: every message to the same stream peers
-                gathering = self._gathering_send
-                if gathering is not None:
-                    return gathering(msg)
                 shared = Fanout(msg)
                 for offer in offers:
                     if not offer(shared):
