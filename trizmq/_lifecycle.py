@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import trio
 
@@ -78,6 +78,12 @@ class SocketLife:
         #: the hot paths' one check: entered, open, and able to send / receive
         self._sendable = False
         self._recvable = False
+        #: recv's one check for its lean path: receivable, the fast path's inlined
+        #: checkpoint in use, no message part-read (Socket._relean)
+        self._lean_recv = False
+        #: send's one check for its lean path: sendable, the fast path's inlined
+        #: checkpoint in use, no frames kept with more=True (Socket._relean_send)
+        self._lean_send = False
         self._closed_event: trio.Event | None = None
         #: the trio.run the socket was entered in (a socket lives within one)
         self._trio_token: trio.lowlevel.TrioToken | None = None
@@ -89,6 +95,9 @@ class SocketLife:
         self._fast: fastpath.FastPath | None = None
         #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
         self._cancel_pending: Callable[[], bool] | None = None
+        #: trio's run context values in this thread (``["task"]``: the running task),
+        #: read by the inlined check (set where ``_cancel_pending`` is)
+        self._run_vars: dict[str, Any] = {}
         #: how a receiving task parks until a message may be there (on the fast path,
         #: the fast path's wait, which may read the only peer's connection meanwhile)
         self._wait_to_recv: Callable[[], Awaitable[None]] = self._recv_lot.park
@@ -174,7 +183,10 @@ class SocketLife:
             raise
         if fastpath.ENABLED:
             self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
-            self._cancel_pending = fastpath.cancel_pending()
+            pending, run_vars = fastpath.cancel_pending(), fastpath.run_vars()
+            if pending is not None and run_vars is not None:
+                # the hot paths' inlined checkpoint reads the running task from these
+                self._cancel_pending, self._run_vars = pending, run_vars
             # receivers wait the fast path's way (read-through)
             self._wait_to_recv = self._fast.wait_to_recv
             if isinstance(self._strategy, PubStrategy):
@@ -192,6 +204,8 @@ class SocketLife:
         self._runtime.emit = self._emit
         self._sendable = self._strategy.can_send
         self._recvable = self._strategy.can_recv
+        self._lean_recv = self._recvable and self._cancel_pending is not None
+        self._lean_send = self._sendable and self._cancel_pending is not None
         try:
             for endpoint in self._options.bind:
                 await self._runtime.bind(endpoint)
@@ -241,7 +255,7 @@ class SocketLife:
                 await trio.lowlevel.checkpoint()
             return
         self._closing = True
-        self._sendable = self._recvable = False
+        self._sendable = self._recvable = self._lean_recv = self._lean_send = False
         # the rest of a message half read with recv(), or half sent with more=True
         self._incoming.clear()
         self._outgoing = []

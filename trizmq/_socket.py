@@ -28,7 +28,6 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
-from .nursery.fastpath import RUN_CONTEXT as _RUN_CONTEXT
 from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]
@@ -148,7 +147,7 @@ class Socket(SocketLife):
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         else:
-            task = _RUN_CONTEXT.task
+            task = self._run_vars["task"]
             if task._cancel_status.effectively_cancelled or (
                 task._runner.ki_pending and task is task._runner.main_task
             ):
@@ -221,9 +220,12 @@ class Socket(SocketLife):
         if more:
             self._check_send()
             self._outgoing.append(frame)
+            self._lean_send = False  # the next frames join this message
             return
         self._send_raw_nowait([*self._outgoing, frame])
-        self._outgoing = []
+        if self._outgoing:
+            self._outgoing = []
+            self._relean_send()
 
     async def send(self, data: Buffer, *, more: bool = False) -> None:
         """Send one frame; ``more=True`` continues a multipart message (sent atomically).
@@ -244,40 +246,76 @@ class Socket(SocketLife):
             trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
             RuntimeError: before the socket is entered.
         """
-        frame = data if data.__class__ is bytes else _frame(data)
-        if more:
-            self._check_send()
-            self._outgoing.append(frame)
-            await _checkpoint_if_cancelled()
-            return
-        if self._outgoing:
-            msg, self._outgoing = [*self._outgoing, frame], []
-        else:
-            msg = [frame]
-        # _send_raw and _route inlined: the single-frame send is the hottest path there is
-        if self._cancel_pending is None:
-            await _checkpoint_if_cancelled()
-        else:
-            task = _RUN_CONTEXT.task
+        if self._lean_send and data.__class__ is bytes and not more:
+            # entered, open, on the fast path, no frames kept with more=True: the
+            # hottest path there is, so the checkpoint and _route are inlined
+            task = self._run_vars["task"]
             if task._cancel_status.effectively_cancelled or (
                 task._runner.ki_pending and task is task._runner.main_task
             ):
                 await _checkpoint()
             task._cancel_points += 1
-        strategy, fast = self._strategy, self._fast
-        while True:
-            # _route, inlined
-            if not self._sendable:
-                self._check_send()
-            if fast is None or not fast.armed:
-                if strategy.send(msg):
-                    break
-            elif fast.route(strategy.send, msg):
-                break
-            await self._wait_to_send()
+            msg = [data]
+            fast = self._fast
+            if fast is not None and fast.armed:
+                sent = fast.route(self._strategy.send, msg)
+            else:
+                sent = self._strategy.send(msg)
+            if not sent:
+                return await self._send_waiting(msg)
+            ops = self._ops = self._ops + 1
+            if ops >= YIELD_EVERY:
+                await self._yield_turn()
+            return None
+        return await self._send_slow(data, more)
+
+    async def _send_slow(self, data: Buffer, more: bool) -> None:
+        """:meth:`send` off its lean path: a frame to copy, a frame kept or the last of
+        a multipart message, the portable path's checkpoint, or the error of a socket
+        that cannot send."""
+        frame = data if data.__class__ is bytes else _frame(data)
+        if more:
+            self._check_send()
+            self._outgoing.append(frame)
+            self._lean_send = False  # the next frames join this message
+            await _checkpoint_if_cancelled()
+            return
+        if self._outgoing:
+            msg, self._outgoing = [*self._outgoing, frame], []
+            self._relean_send()
+        else:
+            msg = [frame]
+        if self._cancel_pending is None:
+            await _checkpoint_if_cancelled()
+        else:
+            task = self._run_vars["task"]
+            if task._cancel_status.effectively_cancelled or (
+                task._runner.ki_pending and task is task._runner.main_task
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+        if not self._route(msg):
+            await self._send_waiting(msg)
+            return
         self._ops += 1
         if self._ops >= YIELD_EVERY:
             await self._yield_turn()
+
+    async def _send_waiting(self, msg: list[bytes]) -> None:
+        """:meth:`send` once checkpointed, with ``msg`` refused for now: wait until the
+        pattern takes it."""
+        while True:
+            await self._wait_to_send()
+            if self._route(msg):
+                break
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+
+    def _relean_send(self) -> None:
+        """Let :meth:`send` take its lean path again if it may: the socket entered and
+        open, the fast path's inlined checkpoint in use, no frames kept."""
+        self._lean_send = self._sendable and self._cancel_pending is not None and not self._outgoing
 
     async def send_many(self, messages: Iterable[Iterable[Buffer]]) -> int:
         """Send whole messages in order; return how many were sent.
@@ -372,7 +410,7 @@ class Socket(SocketLife):
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         else:
-            task = _RUN_CONTEXT.task
+            task = self._run_vars["task"]
             if task._cancel_status.effectively_cancelled or (
                 task._runner.ki_pending and task is task._runner.main_task
             ):
@@ -408,6 +446,7 @@ class Socket(SocketLife):
         if self._incoming:
             rest = list(self._incoming)
             self._incoming.clear()
+            self._relean()
             return rest
         return self._frames_of(self._recv_raw_nowait())
 
@@ -440,10 +479,14 @@ class Socket(SocketLife):
             RuntimeError: before the socket is entered.
         """
         if self._incoming:
-            return self._incoming.popleft()
+            frame = self._incoming.popleft()
+            if not self._incoming:
+                self._relean()
+            return frame
         msg = self.recv_multipart_nowait()
         if len(msg) > 1:
             self._incoming.extend(msg[1:])
+            self._lean_recv = False  # the next calls take the rest of this message first
         return msg[0]
 
     async def recv(self) -> bytes:
@@ -458,37 +501,87 @@ class Socket(SocketLife):
             trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
             RuntimeError: before the socket is entered.
         """
+        if self._lean_recv:
+            # entered, open, on the fast path, no message part-read: the hottest path
+            # there is, so _recv_raw's checkpoint is inlined and the rest is elsewhere
+            task = self._run_vars["task"]
+            if task._cancel_status.effectively_cancelled or (
+                task._runner.ki_pending and task is task._runner.main_task
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+            msg = self._strategy.recv_item()
+            if msg is None:
+                return await self._recv_waiting()
+            ops = self._ops = self._ops + 1
+            if ops >= YIELD_EVERY:
+                await self._yield_turn()
+            if msg.__class__ is bytes:  # a one-frame message, queued bare
+                return msg
+            return self._first_frame(msg)
+        return await self._recv_slow()
+
+    async def _recv_slow(self) -> bytes:
+        """:meth:`recv` off its lean path: the next frame of a message part-read, the
+        portable path's checkpoint, or the error of a socket that cannot receive."""
         if self._incoming:
             await trio.lowlevel.checkpoint()
+            if not self._incoming:  # closed meanwhile, by another task
+                self._check_recv()
+            frame = self._incoming.popleft()
+            if not self._incoming:
+                self._relean()
+            return frame
+        if self._cancel_pending is None:
+            await _checkpoint_if_cancelled()
         else:
-            # _recv_raw, inlined: the single-frame receive is the hottest path there is
-            if self._cancel_pending is None:
-                await _checkpoint_if_cancelled()
-            else:
-                task = _RUN_CONTEXT.task
-                if task._cancel_status.effectively_cancelled or (
-                    task._runner.ki_pending and task is task._runner.main_task
-                ):
-                    await _checkpoint()
-                task._cancel_points += 1
-            while True:
-                if not self._recvable:
-                    self._check_recv()
-                msg = self._strategy.recv_item()
-                if msg is not None:
-                    break
-                await self._wait_to_recv()
-            self._ops += 1
-            if self._ops >= YIELD_EVERY:
-                await self._yield_turn()
-            if isinstance(msg, bytes):  # a one-frame message, queued bare
-                return msg
-            if self._own_frames:
-                msg = self._frames_of(msg)
-            if len(msg) == 1:
-                return msg[0]
-            self._incoming.extend(msg)
+            task = self._run_vars["task"]
+            if task._cancel_status.effectively_cancelled or (
+                task._runner.ki_pending and task is task._runner.main_task
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+        if not self._recvable:
+            self._check_recv()
+        msg = self._strategy.recv_item()
+        if msg is None:
+            return await self._recv_waiting()
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+        return self._first_frame(msg)
+
+    async def _recv_waiting(self) -> bytes:
+        """:meth:`recv` once checkpointed, with nothing queued: wait for a message."""
+        while True:
+            await self._wait_to_recv()
+            if not self._recvable:
+                self._check_recv()
+            msg = self._strategy.recv_item()
+            if msg is not None:
+                break
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+        return self._first_frame(msg)
+
+    def _first_frame(self, msg: list[bytes] | bytes) -> bytes:
+        """The first frame of a message taken by :meth:`recv`; the others are kept for
+        the next calls."""
+        if isinstance(msg, bytes):  # a one-frame message, queued bare
+            return msg
+        if self._own_frames:
+            msg = self._frames_of(msg)
+        if len(msg) == 1:
+            return msg[0]
+        self._incoming.extend(msg)
+        self._lean_recv = False  # the next calls take the rest of this message first
         return self._incoming.popleft()
+
+    def _relean(self) -> None:
+        """Let :meth:`recv` take its lean path again if it may: the socket entered and
+        open, the fast path's inlined checkpoint in use, no message part-read."""
+        self._lean_recv = self._recvable and self._cancel_pending is not None and not self._incoming
 
     async def recv_many(self, max_messages: int = 1024) -> list[list[bytes]]:
         """Wait for one whole message, then take up to ``max_messages`` already queued.

@@ -173,6 +173,19 @@ def cancel_pending() -> Callable[[], bool] | None:
     return _cancel_pending_inline if _PROBED else None
 
 
+def run_vars() -> dict[str, Any] | None:
+    """This thread's values of trio's run context: ``run_vars()["task"]`` is the running
+    task, one dict subscript where ``RUN_CONTEXT.task`` is a thread-local lookup
+    (~40 ns less on every send and receive). None where trio keeps it otherwise.
+    Call it from inside a ``trio.run``; the dict is this thread's, so it serves the
+    sockets of this run (a socket lives within one).
+    """
+    values = getattr(RUN_CONTEXT, "__dict__", None)
+    if isinstance(values, dict) and values.get("task") is _current_task():
+        return values
+    return None
+
+
 # -- direct socket I/O ----------------------------------------------------------------------
 class RawSocket:
     """Non-blocking ``recv``/``send`` straight on a socket stream's own socket.
@@ -678,9 +691,7 @@ def frame_short_messages(
     first = items[0]
     if first.__class__ is not list or len(first) != 1 or len(first[0]) >= 256:
         return None  # most likely a queue of other things: not looked through
-    frames: list[bytes] = [
-        item[0] for item in items if item.__class__ is list and len(item) == 1
-    ]
+    frames: list[bytes] = [item[0] for item in items if item.__class__ is list and len(item) == 1]
     if len(frames) != len(items):
         return None
     try:

@@ -1,0 +1,155 @@
+"""The lean paths of ``recv`` and ``send``: one flag each says the socket is entered,
+open, on the fast path, and has no message part-read (``recv``) or no frames kept
+with ``more=True`` (``send``).
+
+A message of several frames read with ``recv`` leaves its other frames for the next
+calls, and until they are taken no call may take a new message. The first tests take
+a message's rest every way there is (``recv``, ``recv_nowait``, ``recv_multipart``,
+``recv_multipart_nowait``, ``recv_many``, ``recv_message``) between one-frame
+messages from a libzmq peer, and check the order, ``rcvmore``, and that ``recv`` is
+back on its lean path once the rest is taken (so the path is not lost for good after
+one multipart message). The others do the same for frames kept with ``more=True``,
+which the next one-frame ``send`` must join, not overtake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+import zmq
+
+import trizmq
+
+pytestmark = pytest.mark.fastpath
+
+
+async def _by_recv(sock: trizmq.Socket) -> list[bytes]:
+    frames = [await sock.recv()]
+    while sock.rcvmore:
+        frames.append(await sock.recv())
+    return frames
+
+
+async def _by_recv_nowait(sock: trizmq.Socket) -> list[bytes]:
+    frames = [sock.recv_nowait()]
+    while sock.rcvmore:
+        frames.append(sock.recv_nowait())
+    return frames
+
+
+async def _by_recv_multipart(sock: trizmq.Socket) -> list[bytes]:
+    return await sock.recv_multipart()
+
+
+async def _by_recv_multipart_nowait(sock: trizmq.Socket) -> list[bytes]:
+    return sock.recv_multipart_nowait()
+
+
+async def _by_recv_many(sock: trizmq.Socket) -> list[bytes]:
+    (frames,) = await sock.recv_many(1)
+    return frames
+
+
+async def _by_recv_message(sock: trizmq.Socket) -> list[bytes]:
+    return (await sock.recv_message()).frames
+
+
+REST_TAKERS: dict[str, Callable[[trizmq.Socket], Awaitable[list[bytes]]]] = {
+    "recv": _by_recv,
+    "recv_nowait": _by_recv_nowait,
+    "recv_multipart": _by_recv_multipart,
+    "recv_multipart_nowait": _by_recv_multipart_nowait,
+    "recv_many": _by_recv_many,
+    "recv_message": _by_recv_message,
+}
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+@pytest.mark.parametrize("taker", sorted(REST_TAKERS))
+async def test_the_rest_of_a_message_comes_before_the_next(transport: str, taker: str) -> None:
+    take_rest = REST_TAKERS[taker]
+    ctx: Any = zmq.Context.instance()
+    push = ctx.socket(zmq.PUSH)
+    push.linger = 0
+    push.sndtimeo = 5000
+    try:
+        with trio.fail_after(10):
+            pull = trizmq.Pull()
+            assert not pull._lean_recv  # not entered yet
+            async with pull:
+                assert pull._lean_recv
+                push.connect(
+                    await pull.bind("tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*")
+                )
+                push.send_multipart([b"a", b"b", b"c"])
+                push.send(b"d")
+                push.send_multipart([b"e", b"f"])
+                push.send(b"g")
+                assert await pull.recv() == b"a"
+                assert pull.rcvmore
+                assert not pull._lean_recv
+                assert await take_rest(pull) == [b"b", b"c"]
+                assert not pull.rcvmore
+                assert pull._lean_recv
+                assert await pull.recv() == b"d"
+                assert await pull.recv() == b"e"
+                assert not pull._lean_recv
+                assert await take_rest(pull) == [b"f"]
+                assert pull._lean_recv
+                assert await pull.recv() == b"g"
+                assert not pull.rcvmore
+                # a message half read when the socket closes: its rest is dropped
+                push.send_multipart([b"h", b"i"])
+                assert await pull.recv() == b"h"
+            assert not pull._lean_recv
+            with pytest.raises(trio.ClosedResourceError):
+                await pull.recv()
+    finally:
+        push.close()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+@pytest.mark.parametrize("nowait", [False, True], ids=["send", "send_nowait"])
+async def test_frames_kept_with_more_go_out_with_the_next_send(
+    transport: str, nowait: bool
+) -> None:
+    ctx: Any = zmq.Context.instance()
+    pull = ctx.socket(zmq.PULL)
+    pull.linger = 0
+    pull.rcvtimeo = 5000
+    try:
+        with trio.fail_after(10):
+            push = trizmq.Push(linger=1)
+            assert not push._lean_send  # not entered yet
+            async with push:
+                assert push._lean_send
+                if transport == "tcp":
+                    port = pull.bind_to_random_port("tcp://127.0.0.1")
+                    await push.connect(f"tcp://127.0.0.1:{port}")
+                else:
+                    pull.bind("ipc://*")
+                    await push.connect(pull.last_endpoint.decode())
+                await push.send(b"a")
+                if nowait:
+                    push.send_nowait(b"b", more=True)
+                else:
+                    await push.send(b"b", more=True)
+                assert not push._lean_send
+                await push.send(b"c")  # the last frame of b's message
+                assert push._lean_send
+                await push.send(b"d")
+                await push.send(bytearray(b"e"), more=True)  # copied, and kept
+                with trio.CancelScope() as scope:
+                    scope.cancel()
+                    await push.send(b"never")  # cancelled: e and this are dropped
+                assert push._lean_send
+                await push.send(b"f")
+                await push.aclose()
+            assert not push._lean_send
+            got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in range(4)]
+            assert got == [[b"a"], [b"b", b"c"], [b"d"], [b"f"]]
+    finally:
+        pull.close()
