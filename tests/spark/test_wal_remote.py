@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 import zmq
 
 from trizmq.spark import _wal
+from trizmq.spark._runtime import _renew_lease
 from trizmq.spark._store import open_store
 
 from .conftest import S3, free_port
@@ -80,6 +82,70 @@ def test_a_killed_writer_loses_the_log_after_its_lease(s3: S3) -> None:
     assert [r.frames for r in _wal.read_range(uri, 0, 3)] == [[b"a"], [b"b"], [b"c"]]
     assert _wal.read_head(uri) == 3
     second.close()
+
+
+def _failing_lease_writes(
+    log: _wal.LogWriter, monkeypatch: pytest.MonkeyPatch, times: int
+) -> list[float]:
+    """Make the next ``times`` writes of ``log``'s lease fail as an unreachable store
+    does (an OSError); return the list the failures' times go into."""
+    assert log.lease is not None
+    store = log.lease.store
+    write = store.write
+    failed: list[float] = []
+
+    def flaky(name: str, data: bytes, *, sync: bool = True) -> None:
+        if name == "lease" and len(failed) < times:
+            failed.append(time.monotonic())
+            raise OSError("injected: the object store did not answer")
+        write(name, data, sync=sync)
+
+    monkeypatch.setattr(store, "write", flaky)
+    return failed
+
+
+def test_a_failed_lease_renewal_is_tried_again(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One renewal lost to a store error while the lease still holds: the receiver's
+    renewal task goes on, and the next renewal keeps the lease."""
+    log = _wal.LogWriter(s3.uri("renew-again"), lease_seconds=3)
+    assert log.lease is not None and log.renew_interval == 1
+    failed = _failing_lease_writes(log, monkeypatch, times=1)
+    acquired = log.lease.renewed
+
+    async def renew_for_a_while() -> None:
+        with trio.fail_after(10), trio.move_on_after(2.6):
+            await _renew_lease(log, 1)
+
+    trio.run(renew_for_a_while)
+    assert len(failed) == 1
+    assert log.lease.renewed > failed[0], "renewed after the failure"
+    assert log.lease.renewed - acquired > 1.5
+    holder = log.lease.holder()
+    assert holder is not None and holder["owner"] == log.lease.owner
+    log.close()
+
+
+def test_lease_renewals_failing_until_it_runs_out_end_the_receiver(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renewals that keep failing: the error ends the renewal task (and with it the
+    receiver) once the next try would come after the lease ran out, not at the first."""
+    log = _wal.LogWriter(s3.uri("renew-never"), lease_seconds=3)
+    assert log.lease is not None
+    failed = _failing_lease_writes(log, monkeypatch, times=100)
+    acquired = log.lease.renewed
+
+    async def renew() -> None:
+        with trio.fail_after(10):
+            await _renew_lease(log, 1)
+
+    with pytest.raises(OSError, match="injected"):
+        trio.run(renew)
+    assert len(failed) == 2, "tried again once while the lease held"
+    assert failed[-1] - acquired + 1 >= 3, "gave up only when the next try would be too late"
+    log.lease.renewed = time.monotonic()  # let close release the lease it still holds
+    monkeypatch.undo()
+    log.close()
 
 
 def test_a_segment_written_without_its_head_counts(s3: S3) -> None:

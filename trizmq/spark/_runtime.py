@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -34,6 +35,8 @@ import trizmq
 from ._wal import LogWriter
 
 __all__ = ["Runtime", "SocketSpec", "receive_into_log", "runtime"]
+
+_log = logging.getLogger("trizmq")
 
 T = TypeVar("T")
 
@@ -119,10 +122,27 @@ async def receive_into_log(
 
 
 async def _renew_lease(log: LogWriter, interval: float) -> None:
-    """Keep a remote log's lease while no message comes (appends renew it too)."""
+    """Keep a remote log's lease while no message comes (appends renew it too).
+
+    A renewal that fails with an I/O error (the object store slow to answer, or
+    briefly out of reach) is tried again at the next interval if the lease still
+    holds until then; the error ends the receiver only when the next try would come
+    after the lease ran out, and :class:`LeaseLost` (another writer took it) at once.
+    """
+    lease = log.lease
     while True:
         await trio.sleep(interval)
-        await trio.to_thread.run_sync(log.renew)
+        try:
+            await trio.to_thread.run_sync(log.renew)
+        except OSError as exc:
+            if lease is None or time.monotonic() - lease.renewed + interval >= lease.seconds:
+                raise
+            _log.warning(
+                "renewing the lease of the log in %s failed (%s); trying again in %.1f s",
+                log.location,
+                exc,
+                interval,
+            )
 
 
 async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
