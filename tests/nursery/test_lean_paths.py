@@ -14,7 +14,8 @@ which the next one-frame ``send`` must join, not overtake.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -57,6 +58,19 @@ async def _by_recv_message(sock: trizmq.Socket) -> list[bytes]:
     return (await sock.recv_message()).frames
 
 
+@contextmanager
+def libzmq_socket(kind: int) -> Iterator[Any]:
+    """A libzmq socket of ``kind`` whose calls give up after 5 s; closed on exit."""
+    ctx: Any = zmq.Context.instance()
+    sock = ctx.socket(kind)
+    sock.linger = 0
+    sock.sndtimeo = sock.rcvtimeo = 5000
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
 REST_TAKERS: dict[str, Callable[[trizmq.Socket], Awaitable[list[bytes]]]] = {
     "recv": _by_recv,
     "recv_nowait": _by_recv_nowait,
@@ -71,44 +85,35 @@ REST_TAKERS: dict[str, Callable[[trizmq.Socket], Awaitable[list[bytes]]]] = {
 @pytest.mark.parametrize("taker", sorted(REST_TAKERS))
 async def test_the_rest_of_a_message_comes_before_the_next(transport: str, taker: str) -> None:
     take_rest = REST_TAKERS[taker]
-    ctx: Any = zmq.Context.instance()
-    push = ctx.socket(zmq.PUSH)
-    push.linger = 0
-    push.sndtimeo = 5000
-    try:
-        with trio.fail_after(10):
-            pull = trizmq.Pull()
-            assert not pull._lean_recv  # not entered yet
-            async with pull:
-                assert pull._lean_recv
-                push.connect(
-                    await pull.bind("tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*")
-                )
-                push.send_multipart([b"a", b"b", b"c"])
-                push.send(b"d")
-                push.send_multipart([b"e", b"f"])
-                push.send(b"g")
-                assert await pull.recv() == b"a"
-                assert pull.rcvmore
-                assert not pull._lean_recv
-                assert await take_rest(pull) == [b"b", b"c"]
-                assert not pull.rcvmore
-                assert pull._lean_recv
-                assert await pull.recv() == b"d"
-                assert await pull.recv() == b"e"
-                assert not pull._lean_recv
-                assert await take_rest(pull) == [b"f"]
-                assert pull._lean_recv
-                assert await pull.recv() == b"g"
-                assert not pull.rcvmore
-                # a message half read when the socket closes: its rest is dropped
-                push.send_multipart([b"h", b"i"])
-                assert await pull.recv() == b"h"
+    with libzmq_socket(zmq.PUSH) as push, trio.fail_after(10):
+        pull = trizmq.Pull()
+        assert not pull._lean_recv  # not entered yet
+        async with pull:
+            assert pull._lean_recv
+            push.connect(await pull.bind("tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"))
+            push.send_multipart([b"a", b"b", b"c"])
+            push.send(b"d")
+            push.send_multipart([b"e", b"f"])
+            push.send(b"g")
+            assert await pull.recv() == b"a"
+            assert pull.rcvmore
             assert not pull._lean_recv
-            with pytest.raises(trio.ClosedResourceError):
-                await pull.recv()
-    finally:
-        push.close()
+            assert await take_rest(pull) == [b"b", b"c"]
+            assert not pull.rcvmore
+            assert pull._lean_recv
+            assert await pull.recv() == b"d"
+            assert await pull.recv() == b"e"
+            assert not pull._lean_recv
+            assert await take_rest(pull) == [b"f"]
+            assert pull._lean_recv
+            assert await pull.recv() == b"g"
+            assert not pull.rcvmore
+            # a message half read when the socket closes: its rest is dropped
+            push.send_multipart([b"h", b"i"])
+            assert await pull.recv() == b"h"
+        assert not pull._lean_recv
+        with pytest.raises(trio.ClosedResourceError):
+            await pull.recv()
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
@@ -116,40 +121,33 @@ async def test_the_rest_of_a_message_comes_before_the_next(transport: str, taker
 async def test_frames_kept_with_more_go_out_with_the_next_send(
     transport: str, nowait: bool
 ) -> None:
-    ctx: Any = zmq.Context.instance()
-    pull = ctx.socket(zmq.PULL)
-    pull.linger = 0
-    pull.rcvtimeo = 5000
-    try:
-        with trio.fail_after(10):
-            push = trizmq.Push(linger=1)
-            assert not push._lean_send  # not entered yet
-            async with push:
-                assert push._lean_send
-                if transport == "tcp":
-                    port = pull.bind_to_random_port("tcp://127.0.0.1")
-                    await push.connect(f"tcp://127.0.0.1:{port}")
-                else:
-                    pull.bind("ipc://*")
-                    await push.connect(pull.last_endpoint.decode())
-                await push.send(b"a")
-                if nowait:
-                    push.send_nowait(b"b", more=True)
-                else:
-                    await push.send(b"b", more=True)
-                assert not push._lean_send
-                await push.send(b"c")  # the last frame of b's message
-                assert push._lean_send
-                await push.send(b"d")
-                await push.send(bytearray(b"e"), more=True)  # copied, and kept
-                with trio.CancelScope() as scope:
-                    scope.cancel()
-                    await push.send(b"never")  # cancelled: e and this are dropped
-                assert push._lean_send
-                await push.send(b"f")
-                await push.aclose()
+    with libzmq_socket(zmq.PULL) as pull, trio.fail_after(10):
+        push = trizmq.Push(linger=1)
+        assert not push._lean_send  # not entered yet
+        async with push:
+            assert push._lean_send
+            if transport == "tcp":
+                port = pull.bind_to_random_port("tcp://127.0.0.1")
+                await push.connect(f"tcp://127.0.0.1:{port}")
+            else:
+                pull.bind("ipc://*")
+                await push.connect(pull.last_endpoint.decode())
+            await push.send(b"a")
+            if nowait:
+                push.send_nowait(b"b", more=True)
+            else:
+                await push.send(b"b", more=True)
             assert not push._lean_send
-            got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in range(4)]
-            assert got == [[b"a"], [b"b", b"c"], [b"d"], [b"f"]]
-    finally:
-        pull.close()
+            await push.send(b"c")  # the last frame of b's message
+            assert push._lean_send
+            await push.send(b"d")
+            await push.send(bytearray(b"e"), more=True)  # copied, and kept
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await push.send(b"never")  # cancelled: e and this are dropped
+            assert push._lean_send
+            await push.send(b"f")
+            await push.aclose()
+        assert not push._lean_send
+        got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in range(4)]
+        assert got == [[b"a"], [b"b", b"c"], [b"d"], [b"f"]]
