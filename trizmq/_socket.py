@@ -194,7 +194,27 @@ class Socket(SocketLife):
             trizmq.NotSupportedError: on a type that cannot send (PULL, SUB).
             RuntimeError: before the socket is entered.
         """
-        await self._send_raw(self._prepare(frames))
+        msg = self._prepare(frames)
+        if self._lean_send:
+            # send's lean path, for a whole message (see send)
+            task = self._run_vars["task"]
+            if task._cancel_status.effectively_cancelled or (
+                task._runner.ki_pending and task is task._runner.main_task
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+            fast = self._fast
+            if fast is not None and fast.armed:
+                sent = fast.route(self._strategy.send, msg)
+            else:
+                sent = self._strategy.send(msg)
+            if not sent:
+                return await self._send_waiting(msg)
+            ops = self._ops = self._ops + 1
+            if ops >= YIELD_EVERY:
+                await self._yield_turn()
+            return None
+        await self._send_raw(msg)
 
     def send_nowait(self, data: Buffer, *, more: bool = False) -> None:
         """Send one frame or raise ``trio.WouldBlock`` (nothing is queued then).
@@ -416,8 +436,21 @@ class Socket(SocketLife):
             ):
                 await _checkpoint()
             task._cancel_points += 1
-        while (msg := self._take()) is None:
+        msg = self._take()
+        if msg is None:
+            return await self._recv_raw_waiting()
+        self._ops += 1
+        if self._ops >= YIELD_EVERY:
+            await self._yield_turn()
+        return msg
+
+    async def _recv_raw_waiting(self) -> list[bytes]:
+        """:meth:`_recv_raw` once checkpointed, with nothing queued: wait for a message."""
+        while True:
             await self._wait_to_recv()
+            msg = self._take()
+            if msg is not None:
+                break
         self._ops += 1
         if self._ops >= YIELD_EVERY:
             await self._yield_turn()
@@ -461,6 +494,22 @@ class Socket(SocketLife):
             trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
             RuntimeError: before the socket is entered.
         """
+        if self._lean_recv:
+            # recv's lean path, for a whole message (see recv)
+            task = self._run_vars["task"]
+            if task._cancel_status.effectively_cancelled or (
+                task._runner.ki_pending and task is task._runner.main_task
+            ):
+                await _checkpoint()
+            task._cancel_points += 1
+            msg = self._strategy.recv()
+            if msg is None:
+                msg = await self._recv_raw_waiting()
+            else:
+                ops = self._ops = self._ops + 1
+                if ops >= YIELD_EVERY:
+                    await self._yield_turn()
+            return self._frames_of(msg) if self._own_frames else msg
         if self._incoming:
             await trio.lowlevel.checkpoint()
             return self.recv_multipart_nowait()

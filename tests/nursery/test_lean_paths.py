@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 import zmq
 
 import trizmq
@@ -151,3 +152,45 @@ async def test_frames_kept_with_more_go_out_with_the_next_send(
         assert not push._lean_send
         got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in range(4)]
         assert got == [[b"a"], [b"b", b"c"], [b"d"], [b"f"]]
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+async def test_whole_messages_take_the_lean_paths_too(transport: str) -> None:
+    """send_multipart and recv_multipart on the lean paths: a whole message either
+    way, frames kept with send(more=True) left out of a send_multipart (as ever),
+    and a cancelled call that sends or takes nothing."""
+    with libzmq_socket(zmq.DEALER) as peer, trio.fail_after(10):
+        async with trizmq.Dealer() as dealer:
+            peer.connect(
+                await dealer.bind("tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*")
+            )
+            await dealer.send_multipart([b"a", b"b"])
+            await dealer.send(b"k", more=True)
+            await dealer.send_multipart([bytearray(b"whole")])  # k stays kept
+            await dealer.send(b"l")
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await dealer.send_multipart([b"never"])
+            assert dealer._lean_send
+            got = [await trio.to_thread.run_sync(peer.recv_multipart) for _ in range(3)]
+            assert got == [[b"a", b"b"], [b"whole"], [b"k", b"l"]]
+            peer.send_multipart([b"c", b"d"])
+            peer.send(b"e")
+            assert await dealer.recv_multipart() == [b"c", b"d"]
+            assert dealer._lean_recv
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await dealer.recv_multipart()  # cancelled: takes nothing
+            assert await dealer.recv_multipart() == [b"e"]
+            # and one that waits for its message
+            got_f: list[list[bytes]] = []
+
+            async def receive() -> None:
+                got_f.append(await dealer.recv_multipart())
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(receive)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not got_f
+                peer.send(b"f")
+            assert got_f == [[b"f"]]
