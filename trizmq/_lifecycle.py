@@ -256,6 +256,9 @@ class SocketLife:
             return
         self._closing = True
         self._sendable = self._recvable = self._lean_recv = self._lean_send = False
+        # from now on the calls take trio's own checkpoint, which reads the calling
+        # thread's task (run_vars is the dict of the thread this socket ran in)
+        self._cancel_pending = None
         # the rest of a message half read with recv(), or half sent with more=True
         self._incoming.clear()
         self._outgoing = []

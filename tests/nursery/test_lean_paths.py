@@ -14,6 +14,7 @@ which the next one-frame ``send`` must join, not overtake.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -194,3 +195,32 @@ async def test_whole_messages_take_the_lean_paths_too(transport: str) -> None:
                 assert not got_f
                 peer.send(b"f")
             assert got_f == [[b"f"]]
+
+
+def test_a_closed_socket_says_so_in_another_threads_run() -> None:
+    """Once closed, a socket's calls take the portable checkpoint, which reads the
+    running task of the calling thread: in another thread's trio.run they say the
+    socket belongs to another run (as in a later run of the same thread), not a
+    lookup error from the first thread's run context."""
+    push = trizmq.Push()
+
+    async def use_and_close() -> None:
+        async with push:
+            assert push._lean_send
+
+    trio.run(use_and_close)
+    raised: list[BaseException] = []
+
+    async def use_again() -> None:
+        with trio.fail_after(5):
+            for call in (push.send(b"x"), push.send_multipart([b"x"]), push.recv()):
+                try:
+                    await call
+                except BaseException as exc:  # kept for the assertion
+                    raised.append(exc)
+
+    thread = threading.Thread(target=trio.run, args=(use_again,))
+    thread.start()
+    thread.join(10)
+    assert [type(exc) for exc in raised] == [RuntimeError] * 3, raised
+    assert all("belongs to another trio.run" in str(exc) for exc in raised), raised
