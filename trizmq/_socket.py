@@ -153,11 +153,12 @@ class Socket(SocketLife):
             ):
                 await _checkpoint()
             task._cancel_points += 1
-        while not self._route(msg):
-            await self._wait_to_send()
+        if not self._route(msg):
+            return await self._send_waiting(msg)
         self._ops += 1
         if self._ops >= YIELD_EVERY:
             await self._yield_turn()
+        return None
 
     def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
         """Send a whole message, or raise ``trio.WouldBlock`` where it would wait.
@@ -305,21 +306,7 @@ class Socket(SocketLife):
             self._relean_send()
         else:
             msg = [frame]
-        if self._cancel_pending is None:
-            await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
-        if not self._route(msg):
-            await self._send_waiting(msg)
-            return
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
+        await self._send_raw(msg)
 
     async def _send_waiting(self, msg: list[bytes]) -> None:
         """:meth:`send` once checkpointed, with ``msg`` refused for now: wait until the
@@ -561,7 +548,7 @@ class Socket(SocketLife):
             task._cancel_points += 1
             msg = self._strategy.recv_item()
             if msg is None:
-                return await self._recv_waiting()
+                return self._first_frame(await self._recv_raw_waiting())
             ops = self._ops = self._ops + 1
             if ops >= YIELD_EVERY:
                 await self._yield_turn()
@@ -581,38 +568,7 @@ class Socket(SocketLife):
             if not self._incoming:
                 self._relean()
             return frame
-        if self._cancel_pending is None:
-            await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
-        if not self._recvable:
-            self._check_recv()
-        msg = self._strategy.recv_item()
-        if msg is None:
-            return await self._recv_waiting()
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
-        return self._first_frame(msg)
-
-    async def _recv_waiting(self) -> bytes:
-        """:meth:`recv` once checkpointed, with nothing queued: wait for a message."""
-        while True:
-            await self._wait_to_recv()
-            if not self._recvable:
-                self._check_recv()
-            msg = self._strategy.recv_item()
-            if msg is not None:
-                break
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
-        return self._first_frame(msg)
+        return self._first_frame(await self._recv_raw())
 
     def _first_frame(self, msg: list[bytes] | bytes) -> bytes:
         """The first frame of a message taken by :meth:`recv`; the others are kept for
