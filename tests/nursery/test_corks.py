@@ -304,3 +304,37 @@ async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
         revival.corked = [object()]  # type: ignore[list-item]
         revival.before_io_wait(0.0)  # the loop does not sleep anyway
         assert wakes == [fastpath._nothing]
+
+
+async def test_a_cork_never_holds_a_subscriber_into_its_mark() -> None:
+    # with sndhwm at 100 and batches of 40 in every other pass, corks held to
+    # CORK_ITEMS would fill the queues past the mark and drop messages two idle
+    # subscribers could take: a cork comes off once half the mark waits
+    async with trizmq.XPub(bind="tcp://127.0.0.1:0", xpub_verbose=True, sndhwm=100) as pub:
+        bound = pub.statistics()["bound"][0]
+        async with (
+            trizmq.Sub(connect=bound, subscribe=b"", rcvhwm=0) as one,
+            trizmq.Sub(connect=bound, subscribe=b"", rcvhwm=0) as two,
+        ):
+            for _ in range(2):
+                assert await pub.recv() == b"\x01"
+            sent: list[list[bytes]] = []
+            with trio.fail_after(10):
+                for round_ in range(20):
+                    batch = [[b"%d-%d" % (round_, i)] for i in range(40)]
+                    sent += batch
+                    assert await pub.send_many(batch) == 40
+                    await trio.sleep(0)
+                assert pub.statistics()["dropped"] == 0
+                for sub in (one, two):
+                    got: list[list[bytes]] = []
+                    while len(got) < len(sent):
+                        got += await sub.recv_many()
+                    assert got == sent
+
+
+def test_a_corks_limit_is_half_a_lower_mark() -> None:
+    assert fastpath.cork_limit(Pipe(0)) == CORK_ITEMS
+    assert fastpath.cork_limit(Pipe(2 * CORK_ITEMS)) == CORK_ITEMS
+    assert fastpath.cork_limit(Pipe(100)) == 50
+    assert fastpath.cork_limit(Pipe(1)) == 1

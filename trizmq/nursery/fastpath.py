@@ -92,8 +92,9 @@ RUN_BYTES = 256 * 1024
 #: scheduler passes a reader lets go by before it reads again after handing on a message
 LOOK_AGAIN_AFTER = 2
 #: a publisher's batches held back for an idle connection (corked) go out once this
-#: many messages wait, ...
-CORK_ITEMS = 256
+#: many messages wait (or half the connection's ``sndhwm``, when that is fewer: see
+#: :func:`cork_limit`), ...
+CORK_ITEMS = 512
 #: ... or once the oldest has waited this long (seconds, trio's clock) while the
 #: publisher kept publishing in every scheduler pass
 CORK_TIME = 0.0005
@@ -872,8 +873,9 @@ class FastPath:
         is most of what a subscriber costs a publisher). The cork comes off before
         trio's run loop next waits for I/O, or after two scheduler passes in a row in
         which the socket published nothing (a loop of ``send_many`` and
-        ``trio.sleep(0)`` publishes every other pass), or once :data:`CORK_ITEMS`
-        messages wait or the oldest has waited :data:`CORK_TIME`.
+        ``trio.sleep(0)`` publishes every other pass), or once :func:`cork_limit`
+        messages wait (then at once, as the batch that reached it is corked) or the
+        oldest has waited :data:`CORK_TIME`.
         """
         self.routing = True
         try:
@@ -888,6 +890,7 @@ class FastPath:
             if self.pending:
                 pending, self.pending = self.pending, []
                 allowed = self.allowed
+                corked: RawOutput | None = None
                 for output in pending:
                     if not allowed:
                         output.wake()
@@ -896,8 +899,16 @@ class FastPath:
                             corks = self._revival = revival()
                             self.fed_at = corks.passes
                         corks.cork(output)
+                        corked = output
                     elif not output.write_queue_now():
                         output.wake()
+                # the queue of one connection corked stands for the others (they were
+                # given the same batches): a cork never waits for the pass to end
+                # with a queue at its limit, where the next batch would find it full
+                if corked is not None and corks is not None:
+                    pipe = corked._pipe
+                    if len(pipe._items) >= cork_limit(pipe):
+                        corks.uncork()
 
     async def wait_to_recv(self) -> None:
         """Park a receiving task: on a peer's connection (read-through) when that has
@@ -1005,20 +1016,32 @@ class Revival(trio.abc.Instrument):
         sleep); True when they were flushed. Looking costs the same whatever the
         number of connections corked: the first one's queue stands for the others
         (a publisher's batches go to all of them alike)."""
-        corked = self.corked
-        first = corked[0]
+        first = self.corked[0]
+        pipe = first._pipe
         quiet = self.passes - 2  # fed in neither this pass nor the one before
         if not (
             timeout > 0
             or first._fast.fed_at <= quiet
-            or len(first._pipe._items) >= CORK_ITEMS
+            or len(pipe._items) >= cork_limit(pipe)
             or trio.current_time() - self._corked_at >= CORK_TIME
         ):
             return False
-        self.corked = []
+        self.uncork()
+        return True
+
+    def uncork(self) -> None:
+        """Take every cork off now: each corked connection writes what it holds."""
+        corked, self.corked = self.corked, []
         for output in corked:
             output.flush()
-        return True
+
+
+def cork_limit(pipe: Pipe) -> int:
+    """The most messages a cork holds for a connection whose queue is ``pipe``:
+    :data:`CORK_ITEMS`, or half the queue's mark where that is fewer. A cork held to
+    the mark would have the publisher drop what an idle subscriber could take."""
+    hwm = pipe.hwm
+    return CORK_ITEMS if not hwm or hwm >= 2 * CORK_ITEMS else max(1, hwm // 2)
 
 
 def _nothing() -> None:
