@@ -1,6 +1,8 @@
 """Which socket types let a connection queue one-frame messages as their bytes
 (``SocketStrategy.takes_bare_messages``), as data: exactly those whose input only the
-base class's receive reads; that receive hands every message out as a list, and its
+base class's receive reads, and ROUTER (with STREAM, which receives as it does), whose
+own receive makes a bare message ``[routing id, frame]``; the base receive hands
+every message out as a list, and its
 single-frame form (``recv_item``, what ``Socket.recv`` takes) hands a bare message out
 as its bytes, with the same fair queue and the same filter."""
 
@@ -12,12 +14,24 @@ from trizmq.zmtp.events import Subscribe
 
 from .test_pubsub_strategies import FakePeer, sub
 
-BARE = {"CHANNEL", "CLIENT", "DEALER", "DISH", "GATHER", "PAIR", "PULL", "SUB", "XSUB"}
+BARE = {
+    "CHANNEL",
+    "CLIENT",
+    "DEALER",
+    "DISH",
+    "GATHER",
+    "PAIR",
+    "PULL",
+    "ROUTER",
+    "STREAM",
+    "SUB",
+    "XSUB",
+}
 
 
 def test_the_types_that_take_bare_messages() -> None:
-    # every other type reads its queues itself (envelopes, routing ids, eager
-    # subscriptions) or receives nothing
+    # every other type reads its queues itself (envelopes, eager subscriptions) or
+    # receives nothing
     assert {name for name, cls in STRATEGIES.items() if cls.takes_bare_messages()} == BARE
 
 

@@ -564,3 +564,32 @@ def test_router_batch_receive_makes_no_list_per_message() -> None:
     router.recv_into(batch, 10)
     assert batch == [[b"A", b"a0"], [b"A", b"a1"], [b"A", b"a2"], [b"B", b"b0", b"more"]]
     assert [id(msg) for msg in batch] == [id(msg) for msg in [*queued_a, *queued_b]]
+
+
+def test_router_takes_one_frame_messages_bare() -> None:
+    """A one-frame message waits in a ROUTER's queue as its bytes, which the cyclic
+    GC does not track (a ROUTER with 1,000 idle DEALERs ran three or four full
+    collections in 3 s instead of ten): its receive and its batch make each one
+    ``[routing id, frame]``, and put the id in front of the lists as before."""
+    from trizmq.patterns.sockets.reqrep import RouterStrategy
+
+    assert RouterStrategy.takes_bare_messages()
+    options = validate_options("ROUTER", {})
+    router = RouterStrategy(options, lambda: None, lambda: None)
+    a, b = FakePeer("a"), FakePeer("b")
+    a.identity = b"A"  # type: ignore[attr-defined]
+    b.identity = b"B"  # type: ignore[attr-defined]
+    for peer in (a, b):
+        router.attach(peer)
+        router.connected(peer)
+    two_frames = [b"a1", b"more"]
+    a.in_pipe.extend([b"a0", two_frames, b""])
+    b.in_pipe.extend([b"b0"])
+    batch: list[list[bytes]] = []
+    router.recv_into(batch, 10)
+    assert batch == [[b"A", b"a0"], [b"A", b"a1", b"more"], [b"A", b""], [b"B", b"b0"]]
+    assert batch[1] is two_frames
+    a.in_pipe.extend([b"a2", [b"a3", b"x"]])
+    assert router.recv() == [b"A", b"a2"]
+    assert router.recv() == [b"A", b"a3", b"x"]
+    assert router.recv() is None

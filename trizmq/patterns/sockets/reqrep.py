@@ -267,6 +267,18 @@ class RouterStrategy(SocketStrategy):
         peer.out_pipe.put(msg[1:])
         return True
 
+    @classmethod
+    def takes_bare_messages(cls) -> bool:
+        """A one-frame message may wait as its ``bytes`` (not tracked by the cyclic
+        garbage collector, which a crowd of idle peers makes dear): this class's own
+        receive (:meth:`recv`, :meth:`recv_into`) makes it ``[routing id, frame]``."""
+        return (
+            not cls.eager
+            and cls.recv is RouterStrategy.recv
+            and cls.recv_into is RouterStrategy.recv_into
+            and cls.incoming is SocketStrategy.incoming
+        )
+
     def recv(self) -> Message | None:
         if self.local:
             return self.local.popleft()
@@ -277,9 +289,12 @@ class RouterStrategy(SocketStrategy):
             if item is None:
                 return None
             rid = inbound.source.routing_id
-            if rid is None or item.__class__ is not list:
+            if rid is None:
                 continue
-            return [rid, *item]
+            if item.__class__ is bytes:
+                return [rid, item]
+            if item.__class__ is list:
+                return [rid, *item]
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Messages taken in per-peer slices, each with its peer's routing id first."""
@@ -295,11 +310,15 @@ class RouterStrategy(SocketStrategy):
                 return
             rid = inbound.source.routing_id
             if rid is not None:
-                # the queued lists are the socket's own (the codec's, or an inproc
+                # a one-frame message waits as its bytes (takes_bare_messages); the
+                # queued lists are the socket's own (the codec's, or an inproc
                 # sender's copy): the id goes in front of each, and no new list is
                 # made, which would feed the cyclic GC one more object per message
-                for item in chunk:
-                    item.insert(0, rid)  # type: ignore[attr-defined]
+                for i, item in enumerate(chunk):
+                    if item.__class__ is bytes:
+                        chunk[i] = [rid, item]
+                    else:
+                        item.insert(0, rid)  # type: ignore[attr-defined]
                 batch += chunk  # type: ignore[arg-type]
             room = limit - len(batch)
 
