@@ -6,7 +6,11 @@
 
 Each row measures the socket under test, trizmq or pyzmq, in a process of its own,
 against the same load from pyzmq helper processes, interleaved (trizmq, pyzmq,
-trizmq, ...) and reported as medians with the ratio trizmq / libzmq:
+trizmq, ...) and reported as medians with the ratio trizmq / libzmq. The rows are
+measured in rounds, each repetition every row once, and the figures the scaling
+issue compares within trizmq (its rate with idle peers over its rate with none,
+the publisher's CPU per extra subscriber) are worked out round by round and
+printed after the table, with their median:
 
 * **idle peers**: a PULL (or a ROUTER) bound on tcp with P idle peers connected
   (PUSH or DEALER sockets in helper processes, each of which sent one greeting
@@ -652,19 +656,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     raise_fd_limit()
-    results: list[dict[str, Any]] = []
-    for row_id, label, measure in rows_for(args.quick, args.duration):
-        if args.only and not any(o in row_id for o in args.only):
-            continue
-        samples: dict[str, list[Any]] = {"trizmq": [], "pyzmq": []}
-        for _ in range(args.repetitions):
+    chosen = [
+        row
+        for row in rows_for(args.quick, args.duration)
+        if not args.only or any(o in row[0] for o in args.only)
+    ]
+    # rounds: every row once per repetition, so that the rows compared with each
+    # other (a socket's figure with idle peers against its own with none, K = 16
+    # against K = 1) are measured across the same spells of a noisy machine
+    samples: dict[str, dict[str, list[Any]]] = {
+        row_id: {"trizmq": [], "pyzmq": []} for row_id, _, _ in chosen
+    }
+    for round_ in range(args.repetitions):
+        for row_id, label, measure in chosen:
             for impl in ("trizmq", "pyzmq"):
                 try:
-                    samples[impl].append(measure(impl))
+                    value = measure(impl)
                 except (OSError, TimeoutError, RuntimeError) as exc:
-                    samples[impl].append({"error": str(exc)})
+                    value = {"error": str(exc)}
+                samples[row_id][impl].append(value)
+            print(f"round {round_ + 1}/{args.repetitions}: {label}", file=sys.stderr, flush=True)
+    results: list[dict[str, Any]] = []
+    for row_id, label, _ in chosen:
         row: dict[str, Any] = {"id": row_id, "label": label}
-        for impl, values in samples.items():
+        for impl, values in samples[row_id].items():
             good = [v for v in values if not (isinstance(v, dict) and "error" in v)]
             if not good:
                 row[impl] = {"error": values[-1]["error"]}
@@ -674,10 +689,43 @@ def main(argv: list[str] | None = None) -> int:
                 row[impl] = statistics.median(good)
         results.append(row)
         print(describe(row), flush=True)
+    derived = paired(samples)
+    for name, values in derived.items():
+        shown = ", ".join(f"{v:.3f}" for v in values)
+        print(f"{name}: median {statistics.median(values):.3f} (rounds: {shown})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": results, "cpus": os.cpu_count()}, f, indent=2)
+            json.dump({"rows": results, "derived": derived, "cpus": os.cpu_count()}, f, indent=2)
     return 0
+
+
+def paired(samples: dict[str, dict[str, list[Any]]]) -> dict[str, list[float]]:
+    """The figures the scaling issue's targets compare within trizmq, worked out
+    round by round (each from measurements made in the same round): a receiver's
+    rate with P idle peers over its rate with none, and a publisher's CPU per
+    extra subscriber, (K = 16 - K = 1) / 15, in µs a message."""
+    derived: dict[str, list[float]] = {}
+
+    def good(row_id: str) -> list[Any] | None:
+        values = samples.get(row_id, {}).get("trizmq")
+        if not values or any(isinstance(v, dict) and "error" in v for v in values):
+            return None
+        return values
+
+    for row_id in samples:
+        kind, _, idle = row_id.rpartition("-")
+        if kind in ("idle-pull", "idle-router") and idle != "0":
+            base, crowd = good(f"{kind}-0"), good(row_id)
+            if base and crowd:
+                ratios = [c / b for c, b in zip(crowd, base, strict=True)]
+                derived[f"{row_id} / {kind}-0 (trizmq)"] = ratios
+    one, sixteen = good("fanout-1"), good("fanout-16")
+    if one and sixteen:
+        derived["PUB CPU per extra subscriber, (K=16 - K=1) / 15, us (trizmq)"] = [
+            (k16["cpu_us_per_msg"] - k1["cpu_us_per_msg"]) / 15
+            for k1, k16 in zip(one, sixteen, strict=True)
+        ]
+    return derived
 
 
 def describe(row: dict[str, Any]) -> str:
