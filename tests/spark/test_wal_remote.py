@@ -18,7 +18,7 @@ import trio
 import zmq
 
 from trizmq.spark import _wal
-from trizmq.spark._runtime import _renew_lease
+from trizmq.spark._runtime import _append, _renew_lease
 from trizmq.spark._store import open_store
 
 from .conftest import S3, free_port
@@ -144,6 +144,75 @@ def test_lease_renewals_failing_until_it_runs_out_end_the_receiver(
     assert len(failed) == 2, "tried again once while the lease held"
     assert failed[-1] - acquired + 1 >= 3, "gave up only when the next try would be too late"
     log.lease.renewed = time.monotonic()  # let close release the lease it still holds
+    monkeypatch.undo()
+    log.close()
+
+
+def _failing_log_writes(
+    log: _wal.LogWriter, monkeypatch: pytest.MonkeyPatch, name: str, times: int
+) -> list[float]:
+    """Make the next ``times`` writes of ``log``'s objects whose name starts with
+    ``name`` (``seg-`` or ``head``) fail as an unreachable store does; return the list
+    the failures' times go into."""
+    store = log.store
+    write = store.write
+    failed: list[float] = []
+
+    def flaky(key: str, data: bytes, *, sync: bool = True) -> None:
+        if key.startswith(name) and len(failed) < times:
+            failed.append(time.monotonic())
+            raise OSError("injected: the object store did not answer")
+        write(key, data, sync=sync)
+
+    monkeypatch.setattr(store, "write", flaky)
+    return failed
+
+
+def _batch(first: int, count: int) -> list[tuple[int, bytes | None, list[bytes]]]:
+    return [(i, None, [b"m%d" % i]) for i in range(first, first + count)]
+
+
+@pytest.mark.parametrize("failing", ["seg-", "head"])
+def test_a_failed_append_is_made_again_once(
+    s3: S3, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """Two appends lost to store errors, in the segment's write or in the head's after
+    it: the receiver makes the append again, and the log holds each message once."""
+    uri = s3.uri(f"append-again-{failing}")
+    log = _wal.LogWriter(uri, lease_seconds=10)
+    failed = _failing_log_writes(log, monkeypatch, failing, times=2)
+
+    async def append_twice() -> None:
+        with trio.fail_after(10):
+            await _append(log, _batch(0, 3))
+            await _append(log, _batch(3, 2))
+
+    trio.run(append_twice)
+    assert len(failed) == 2
+    assert log.next_offset == 5 and _wal.read_head(uri) == 5
+    assert [first for first, _ in _wal.segments(uri)] == [0, 3]
+    assert [r.frames for r in _wal.read_range(uri, 0, 5)] == [[b"m%d" % i] for i in range(5)]
+    monkeypatch.undo()
+    log.close()
+
+
+def test_appends_failing_for_a_lease_end_the_receiver(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segment writes that keep failing while the lease itself renews: the error ends
+    the receiver once a lease's length has gone by since the first failure."""
+    log = _wal.LogWriter(s3.uri("append-never"), lease_seconds=1)
+    failed = _failing_log_writes(log, monkeypatch, "seg-", times=1000)
+
+    async def append() -> None:
+        with trio.fail_after(10):
+            await _append(log, _batch(0, 1))
+
+    with pytest.raises(OSError, match="injected"):
+        trio.run(append)
+    assert len(failed) >= 3, "tried again while the lease held"
+    assert failed[-1] - failed[0] < 1, "gave up when the next try would be a lease late"
+    assert log.next_offset == 0 and _wal.segments(s3.uri("append-never")) == []
     monkeypatch.undo()
     log.close()
 

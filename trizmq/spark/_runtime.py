@@ -163,7 +163,47 @@ async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -
                 break
             with trio.move_on_after(remaining):
                 batch += await receive(most - len(batch))
-        await trio.to_thread.run_sync(log.append, batch)
+        await _append(log, batch)
+
+
+#: the first wait before an append that failed is made again (doubled each time, up
+#: to the lease's renewal interval)
+APPEND_RETRY = 0.05
+
+
+async def _append(log: LogWriter, batch: list[_Entry]) -> None:
+    """``log.append(batch)`` in a worker thread; on a remote log, an append that fails
+    with an I/O error (the object store slow to answer, or briefly out of reach) is
+    made again, after a wait that doubles each time (the same messages rewrite the
+    same segment: see ``LogWriter.append``). The error ends the receiver when the next
+    try would come after the lease ran out, or a lease's length after the first
+    failure (a store that takes the lease but never the log); :class:`LeaseLost`
+    (another writer took it) and a local log's errors end it at once. Meanwhile the
+    socket queues what comes, up to its high-water mark."""
+    lease = log.lease
+    wait = APPEND_RETRY
+    first_failure: float | None = None
+    while True:
+        try:
+            await trio.to_thread.run_sync(log.append, batch)
+            return
+        except OSError as exc:
+            now = time.monotonic()
+            if first_failure is None:
+                first_failure = now
+            if lease is None or max(now - lease.renewed, now - first_failure) + wait >= (
+                lease.seconds
+            ):
+                raise
+            _log.warning(
+                "appending %d messages to the log in %s failed (%s); trying again in %.2f s",
+                len(batch),
+                log.location,
+                exc,
+                wait,
+            )
+        await trio.sleep(wait)
+        wait = min(2 * wait, log.renew_interval or wait)
 
 
 #: a log entry: (received at, in microseconds since the epoch; topic; frames)

@@ -504,10 +504,13 @@ class LogWriter:
             offset += 1
         data = b"".join(chunks)
         if self.lease is not None:
+            # the head moves only once both writes are done: an append that failed
+            # part-way may be made again with the same messages, which rewrites the
+            # same segment object, never a second copy of them at a later offset
             self.lease.check()
             self.store.write(f"{_SEG}{self.next_offset:020d}.log", data)
-            self.next_offset = offset
             self.store.write("head", str(offset).encode())
+            self.next_offset = offset
             return offset
         if self._file is None or self._size >= self.segment_bytes:
             self._roll()
