@@ -310,12 +310,17 @@ class SocketStrategy:
         queues: a message of one frame may then be queued as its ``bytes`` (see
         ``trizmq.zmtp.Connection.bare_messages``), which they make a list again as
         they take it. False for a type whose own receive reads its queues."""
-        base = SocketStrategy
+        return cls._receives_as(SocketStrategy)
+
+    @classmethod
+    def _receives_as(cls, reader: type[SocketStrategy]) -> bool:
+        """Whether nothing but ``reader``'s receive (:meth:`recv`, :meth:`recv_into`)
+        reads this type's incoming queues: not eager, no incoming hook of its own."""
         return (
             not cls.eager
-            and cls.recv is base.recv
-            and cls.recv_into is base.recv_into
-            and cls.incoming is base.incoming
+            and cls.recv is reader.recv
+            and cls.recv_into is reader.recv_into
+            and cls.incoming is SocketStrategy.incoming
         )
 
     def reconfigure(self, options: Options) -> None:

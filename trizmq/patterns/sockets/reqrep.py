@@ -272,12 +272,7 @@ class RouterStrategy(SocketStrategy):
         """A one-frame message may wait as its ``bytes`` (not tracked by the cyclic
         garbage collector, which a crowd of idle peers makes dear): this class's own
         receive (:meth:`recv`, :meth:`recv_into`) makes it ``[routing id, frame]``."""
-        return (
-            not cls.eager
-            and cls.recv is RouterStrategy.recv
-            and cls.recv_into is RouterStrategy.recv_into
-            and cls.incoming is SocketStrategy.incoming
-        )
+        return cls._receives_as(RouterStrategy)
 
     def recv(self) -> Message | None:
         if self.local:
