@@ -124,25 +124,46 @@ async def receive_into_log(
 async def _renew_lease(log: LogWriter, interval: float) -> None:
     """Keep a remote log's lease while no message comes (appends renew it too).
 
-    A renewal that fails with an I/O error (the object store slow to answer, or
-    briefly out of reach) is tried again at the next interval if the lease still
-    holds until then; the error ends the receiver only when the next try would come
-    after the lease ran out, and :class:`LeaseLost` (another writer took it) at once.
+    A renewal that fails with an I/O error is tried again at the next interval
+    (:func:`_while_the_lease_holds`).
     """
-    lease = log.lease
     while True:
         await trio.sleep(interval)
+        await _while_the_lease_holds(log, log.renew, "renewing the lease", interval, interval)
+
+
+async def _while_the_lease_holds(
+    log: LogWriter, call: Callable[[], object], what: str, wait: float, longest: float
+) -> None:
+    """``call()`` in a worker thread; on a remote log, a call that fails with an I/O
+    error (the object store slow to answer, or briefly out of reach) is made again
+    after ``wait`` seconds, doubled each time up to ``longest``. The error is raised
+    when the next try would come after the lease ran out, or a lease's length after
+    the first failure (a store that takes the lease but never the log);
+    :class:`LeaseLost` (another writer took it) and a local log's errors at once."""
+    lease = log.lease
+    first_failure: float | None = None
+    while True:
         try:
-            await trio.to_thread.run_sync(log.renew)
+            await trio.to_thread.run_sync(call)
+            return
         except OSError as exc:
-            if lease is None or time.monotonic() - lease.renewed + interval >= lease.seconds:
+            now = time.monotonic()
+            if first_failure is None:
+                first_failure = now
+            if lease is None or max(now - lease.renewed, now - first_failure) + wait >= (
+                lease.seconds
+            ):
                 raise
             _log.warning(
-                "renewing the lease of the log in %s failed (%s); trying again in %.1f s",
+                "%s of the log in %s failed (%s); trying again in %.2f s",
+                what,
                 log.location,
                 exc,
-                interval,
+                wait,
             )
+        await trio.sleep(wait)
+        wait = min(2 * wait, longest)
 
 
 async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
@@ -172,38 +193,17 @@ APPEND_RETRY = 0.05
 
 
 async def _append(log: LogWriter, batch: list[_Entry]) -> None:
-    """``log.append(batch)`` in a worker thread; on a remote log, an append that fails
-    with an I/O error (the object store slow to answer, or briefly out of reach) is
-    made again, after a wait that doubles each time (the same messages rewrite the
-    same segment: see ``LogWriter.append``). The error ends the receiver when the next
-    try would come after the lease ran out, or a lease's length after the first
-    failure (a store that takes the lease but never the log); :class:`LeaseLost`
-    (another writer took it) and a local log's errors end it at once. Meanwhile the
-    socket queues what comes, up to its high-water mark."""
-    lease = log.lease
-    wait = APPEND_RETRY
-    first_failure: float | None = None
-    while True:
-        try:
-            await trio.to_thread.run_sync(log.append, batch)
-            return
-        except OSError as exc:
-            now = time.monotonic()
-            if first_failure is None:
-                first_failure = now
-            if lease is None or max(now - lease.renewed, now - first_failure) + wait >= (
-                lease.seconds
-            ):
-                raise
-            _log.warning(
-                "appending %d messages to the log in %s failed (%s); trying again in %.2f s",
-                len(batch),
-                log.location,
-                exc,
-                wait,
-            )
-        await trio.sleep(wait)
-        wait = min(2 * wait, log.renew_interval or wait)
+    """``log.append(batch)``, made again after an I/O error while the lease holds
+    (:func:`_while_the_lease_holds`; the same messages rewrite the same segment: see
+    ``LogWriter.append``). Meanwhile the socket queues what comes, up to its
+    high-water mark."""
+    await _while_the_lease_holds(
+        log,
+        partial(log.append, batch),
+        f"appending {len(batch)} messages",
+        APPEND_RETRY,
+        log.renew_interval or APPEND_RETRY,
+    )
 
 
 #: a log entry: (received at, in microseconds since the epoch; topic; frames)
