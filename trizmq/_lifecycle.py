@@ -400,7 +400,8 @@ class SocketLife:
 
     # -- waiting -------------------------------------------------------------------------
     def _wake_receivers(self) -> None:
-        self._recv_lot.unpark_all()  # a no-op with nobody parked
+        if self._recv_lot._tasks:
+            self._recv_lot.unpark_all()
         fast = self._fast
         if fast is not None and fast.reading is not None:
             fast.reading.interrupt()

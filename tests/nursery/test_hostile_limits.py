@@ -177,6 +177,27 @@ def test_wire_size_counts_across_reads() -> None:
         conn.receive_data(b"\x01\x03abc" + b"\x00\x04")  # 5 + 6 = 11
 
 
+def test_short_inner_frames_count_in_one_read() -> None:
+    """An envelope's short frames (MORE set, the parser's own lane) count toward
+    both bounds just as other frames do, all in one read."""
+    from trizmq.zmtp import Connection, ProtocolError
+
+    conn = Connection("PULL", maxmsgsize=9, max_frames=3)
+    conn.start()
+    conn.receive_data(NULL_GREETING + READY)
+    # a REQ's request: the delimiter (2 bytes) and a body (2 + 3): 7 bytes
+    assert conn.receive_data(b"\x01\x00\x00\x03abc") == [[b"", b"abc"]]
+    with pytest.raises(ProtocolError, match="maxmsgsize"):
+        conn.receive_data(b"\x01\x03abc\x01\x03def")  # 5 + 5 = 10 at an inner frame
+    assert conn.closed
+
+    conn = Connection("PULL", max_frames=2)
+    conn.start()
+    conn.receive_data(NULL_GREETING + READY)
+    with pytest.raises(ProtocolError, match="max_frames"):
+        conn.receive_data(b"\x01\x00\x01\x00\x01\x00")
+
+
 def test_long_frames_count_their_nine_byte_header() -> None:
     from trizmq.zmtp import Connection, ProtocolError
 

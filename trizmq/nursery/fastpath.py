@@ -580,7 +580,8 @@ class RawOutput:
             return False
         if self.actor.codec.closed or len(frames[-1]) >= BIG_FRAME:
             return False
-        self._fast.allowed = self._fast.armed = False
+        fast = self._fast
+        fast.allowed = fast.armed = False
         buf = bytearray()
         self._encode_into(buf, frames)
         try:
@@ -850,12 +851,16 @@ class FastPath:
             return send(msg)
         finally:
             self.routing = False
-            if self.pending:
-                # write each pending message, or leave it to its writer
-                pending, self.pending = self.pending, []
-                for output in pending:
-                    if not (self.allowed and output.write_now()):
-                        output.wake()
+            pending = self.pending
+            if pending:
+                # write each pending message, or leave it to its writer (nothing is
+                # added meanwhile: that takes routing)
+                try:
+                    for output in pending:
+                        if not (self.allowed and output.write_now()):
+                            output.wake()
+                finally:
+                    pending.clear()
 
     def route_batch(
         self,
@@ -1122,7 +1127,7 @@ class ReadThrough:
             raise
         if self.waiting is task:
             self.waiting = None
-        if self._reader:
+        if self._reader._tasks:
             self.owed = True
             owing = self._revival
             if owing is None:
@@ -1159,7 +1164,8 @@ class ReadThrough:
             actor.log_closed()
             self._end()
             return
-        actor.heard()
+        if actor.heartbeats or actor.peer_ttl:  # else heard() has nothing to do
+            actor.heard()
         try:
             actor.deliver_parsed(actor.codec.receive_data(data))
         except ProtocolError as exc:

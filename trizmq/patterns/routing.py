@@ -22,7 +22,7 @@ import functools
 from collections import deque
 from collections.abc import Callable, Iterator
 from operator import methodcaller
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 __all__ = ["FairQueue", "Inbox", "RoundRobin", "Source"]
 
@@ -262,26 +262,25 @@ class FairQueue(_Rotation[S]):
         queue operation per slice, not per item, and a batch draws on every ready
         peer before any peer's second slice.
         """
-        chunk: list[object] | None = self._turn(lambda inbox: inbox.take(limit) or None)
+        chunk = cast("list[object] | None", self.poll(lambda inbox: inbox.take(limit) or None))
         return chunk if chunk is not None else []
 
-    def poll(self) -> object:
+    def poll(self, take: Callable[[Inbox], object] = _POLL) -> object:
         """The next incoming item, fair-queued over the peers; None when none has one.
 
         :attr:`source` is then the peer it came from. A peer that is gone leaves
         the rotation with its last item.
-        """
-        return self._turn(_POLL)
 
-    def _turn(self, take: Callable[[Inbox], T | None]) -> T | None:
-        """The one fair-queue loop: ``take`` from the inbox of the next peer that has
-        input (None means it has none: its stale turn is dropped), then
-        send the peer to the back of the ready peers if it has more, or let it leave
-        if it is gone and drained. None when no peer has input."""
+        The one fair-queue loop: ``take`` (by default, one item) from the inbox of
+        the next peer that has input (None means it has none: its stale turn is
+        dropped), then send the peer to the back of the ready peers if it has more,
+        or let it leave if it is gone and drained. The default ``take`` makes a
+        receive one call (a request's turnaround is a chain of such calls).
+        """
         peer = self.only
         if peer is not None:
             pipe = peer.in_pipe
-            got = take(pipe)
+            got = pipe.poll() if take is _POLL else take(pipe)
             if got is None:
                 return None  # the only peer has nothing waiting
             if peer.gone and not pipe:

@@ -435,12 +435,19 @@ class Connection(Handshaking):
                 break
         while pos < n:
             flags = src[pos]
-            if not flags and pos + 1 < n:
-                # a short last frame, the commonest by far: no table lookup
+            if flags <= MORE and pos + 1 < n:
+                # a short frame, the commonest by far (a last one, or an inner one:
+                # an envelope's, a delimiter): no table lookup
                 size = src[pos + 1]
                 end = pos + 2 + size
                 if end <= n:
-                    if not frames:
+                    if flags:
+                        if used + end - pos <= limit and len(frames) < max_frames:
+                            used += end - pos
+                            frames.append(src[pos + 2 : end])
+                            pos = end
+                            continue
+                    elif not frames:
                         if end - pos <= limit:
                             append(src[pos + 2 : end] if bare else [src[pos + 2 : end]])
                             pos = end

@@ -165,8 +165,8 @@ class RepStrategy(SocketStrategy):
             raise StateError("REP must receive a request before it sends a reply")
         peer, envelope = self.pending
         self.pending = None
-        if not peer.gone and peer.attached and not peer.out_pipe.full:
-            peer.out_pipe.put([*envelope, *msg])
+        if not peer.gone and peer.attached:
+            peer.out_pipe.offer([*envelope, *msg])  # dropped when the peer is full
         return True
 
 
