@@ -315,9 +315,7 @@ class Socket(SocketLife):
             await self._wait_to_send()
             if self._route(msg):
                 break
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
+        self._ops = 0  # it waited: the count of calls that did not starts again
 
     def _relean_send(self) -> None:
         """Let :meth:`send` take its lean path again if it may: the socket entered and
@@ -438,9 +436,7 @@ class Socket(SocketLife):
             msg = self._strategy.recv() if self._recvable else self._take()
             if msg is not None:
                 break
-        self._ops += 1
-        if self._ops >= YIELD_EVERY:
-            await self._yield_turn()
+        self._ops = 0  # it waited: the count of calls that did not starts again
         return msg
 
     def _frames_of(self, raw: list[bytes]) -> list[bytes]:
