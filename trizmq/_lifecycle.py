@@ -400,8 +400,7 @@ class SocketLife:
 
     # -- waiting -------------------------------------------------------------------------
     def _wake_receivers(self) -> None:
-        if self._recv_lot._tasks:
-            self._recv_lot.unpark_all()
+        self._recv_lot.unpark_all()  # a no-op with nobody parked
         fast = self._fast
         if fast is not None and fast.reading is not None:
             fast.reading.interrupt()

@@ -433,7 +433,7 @@ class Socket(SocketLife):
         """:meth:`_recv_raw` once checkpointed, with nothing queued: wait for a message."""
         while True:
             await self._wait_to_recv()
-            msg = self._strategy.recv() if self._recvable else self._take()
+            msg = self._take()
             if msg is not None:
                 break
         self._ops = 0  # it waited: the count of calls that did not starts again

@@ -851,16 +851,12 @@ class FastPath:
             return send(msg)
         finally:
             self.routing = False
-            pending = self.pending
-            if pending:
-                # write each pending message, or leave it to its writer (nothing is
-                # added meanwhile: that takes routing)
-                try:
-                    for output in pending:
-                        if not (self.allowed and output.write_now()):
-                            output.wake()
-                finally:
-                    pending.clear()
+            if self.pending:
+                # write each pending message, or leave it to its writer
+                pending, self.pending = self.pending, []
+                for output in pending:
+                    if not (self.allowed and output.write_now()):
+                        output.wake()
 
     def route_batch(
         self,
@@ -1164,8 +1160,7 @@ class ReadThrough:
             actor.log_closed()
             self._end()
             return
-        if actor.heartbeats or actor.peer_ttl:  # else heard() has nothing to do
-            actor.heard()
+        actor.heard()
         try:
             actor.deliver_parsed(actor.codec.receive_data(data))
         except ProtocolError as exc:

@@ -132,8 +132,7 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
             if not data:
                 actor.log_closed()
                 return
-            if actor.heartbeats or actor.peer_ttl:  # else heard() has nothing to do
-                actor.heard()
+            actor.heard()
             actor.deliver_parsed(codec.receive_data(data))
             await source.after(len(data), pipe)
     except InputEnded:
