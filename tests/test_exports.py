@@ -3,7 +3,9 @@ and the layering rule that the sans-I/O packages never import trio."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import pkgutil
 import subprocess
 import sys
 
@@ -108,3 +110,43 @@ def test_sans_io_packages_never_import_trio(package: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def _public_modules() -> list[str]:
+    """Every module of trizmq whose dotted name has no private (``_``) part."""
+    names = ["trizmq"]
+    for info in pkgutil.walk_packages(trizmq.__path__, "trizmq."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            names.append(info.name)
+    return names
+
+
+def test_every_exception_in_a_public_module_derives_from_zmq_error() -> None:
+    """API.md: every exception trizmq exposes is a ZMQError. An exception a module keeps
+    to itself (caught inside the runtime) has a private name; any other exception class
+    reachable under a public name of a public module is part of the hierarchy."""
+    modules = _public_modules()
+    assert {"trizmq.nursery.fastpath", "trizmq.nursery.handshake", "trizmq.zmtp"} <= set(modules)
+    offenders = []
+    checked = 0
+    for name in modules:
+        module = importlib.import_module(name)
+        for attr, obj in vars(module).items():
+            if attr.startswith("_") or not isinstance(obj, type):
+                continue
+            if not issubclass(obj, BaseException):
+                continue
+            if not getattr(obj, "__module__", "").startswith("trizmq"):
+                continue  # trio's or the standard library's, imported for use
+            checked += 1
+            if not issubclass(obj, trizmq.ZMQError):
+                offenders.append(f"{name}.{attr} ({obj.__module__}.{obj.__qualname__})")
+    assert checked >= len(
+        [
+            n
+            for n in trizmq.__all__
+            if isinstance(getattr(trizmq, n), type)
+            and issubclass(getattr(trizmq, n), BaseException)
+        ]
+    )
+    assert not offenders, offenders

@@ -76,8 +76,12 @@ SINGLE_PART = frozenset(
 )
 
 
-class CliError(Exception):
-    """A user mistake or an environment problem: one line on stderr, exit ``code``."""
+class CliError(trizmq.ZMQError):
+    """A user mistake or an environment problem: one line on stderr, exit ``code``.
+
+    A :class:`trizmq.ZMQError`, as every exception trizmq exposes: a program that
+    calls the command-line functions catches it with the rest.
+    """
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)

@@ -33,11 +33,11 @@ from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
 from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
-from .handshake import ConnectionLost, handshake
+from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .pipe import Pipe
 from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
-from .slots import HandshakeCut
+from .slots import _HandshakeCut
 from .writer import Output, StreamOutput, run_writer
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class ConnectionActor:
                 runtime.handshake_slots,
                 slot,
             )
-        except HandshakeCut as exc:
+        except _HandshakeCut as exc:
             log.log(exc.level, "%s: %s", self.where, exc)
             reason = str(exc)
             self.outcome = Outcome.LOST
@@ -258,7 +258,7 @@ class ConnectionActor:
             )
             reason = "handshake timed out"
             self.outcome = Outcome.LOST
-        except (ConnectionLost, *STREAM_ERRORS) as exc:
+        except (_ConnectionLost, *STREAM_ERRORS) as exc:
             log.debug("%s: lost during handshake: %s", self.where, exc)
             reason = str(exc)
             self.outcome = Outcome.LOST

@@ -324,7 +324,7 @@ class RawInput:
     async def receive(self, ttl: float) -> bytes | bytearray | None:
         """The next bytes (b"" at the end); None when ``ttl`` passed without any.
 
-        Raises :class:`InputEnded` when a receiving task already ended the connection.
+        Raises :class:`_InputEnded` when a receiving task already ended the connection.
         """
         read_through = self.read_through
         raw = self.raw
@@ -342,7 +342,7 @@ class RawInput:
                     if trio.current_time() >= deadline:
                         return None
             if read_through.ended:
-                raise InputEnded
+                raise _InputEnded
             try:
                 return raw.recv(RECEIVE_SIZE)
             except BlockingIOError:
@@ -359,8 +359,11 @@ class RawInput:
             self._ready = True
 
 
-class InputEnded(Exception):
-    """A receiving task reading the connection itself met its end first."""
+class _InputEnded(Exception):
+    """A receiving task reading the connection itself met its end first.
+
+    Private: the reader catches it (``reader.py``); it never reaches the application.
+    """
 
 
 class RawOutput:

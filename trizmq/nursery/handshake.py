@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .peers import Peer
     from .slots import HandshakeSlot, HandshakeSlots
 
-__all__ = ["RECEIVE_SIZE", "ConnectionLost", "Zap", "handshake"]
+__all__ = ["RECEIVE_SIZE", "Zap", "handshake"]
 
 log = logging.getLogger("trizmq")
 
@@ -51,8 +51,12 @@ _TRAFFIC = (*MESSAGE_CLASSES, Subscribe, Cancel, Join, Leave, Ping)
 _SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
-class ConnectionLost(Exception):
-    """The peer closed the connection during the handshake."""
+class _ConnectionLost(Exception):
+    """The peer closed the connection during the handshake.
+
+    Private: the connection actor catches it and reports a failed handshake; it never
+    reaches the application.
+    """
 
 
 class Zap:
@@ -141,8 +145,8 @@ async def handshake(
     accepted connection, within its ``slot``: see ``slots.py``).
 
     Returns the traffic that arrived with the handshake's last bytes. Raises
-    ``ProtocolError`` (refused), ``trio.TooSlowError`` (too slow), ``HandshakeCut``
-    (evicted, or no greeting in time), :class:`ConnectionLost` or a stream error
+    ``ProtocolError`` (refused), ``trio.TooSlowError`` (too slow), ``_HandshakeCut``
+    (evicted, or no greeting in time), :class:`_ConnectionLost` or a stream error
     (gone).
     """
     with trio.fail_after(limit if limit is not None else math.inf), slots.guard(slot):
@@ -152,7 +156,7 @@ async def handshake(
         while True:
             data = await stream.receive_some(RECEIVE_SIZE)
             if not data:
-                raise ConnectionLost("peer closed the connection during the handshake")
+                raise _ConnectionLost("peer closed the connection during the handshake")
             try:
                 events = codec.receive_data(data)
             except ProtocolError:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from ..zmtp import ProtocolError
-from .fastpath import InputEnded
+from .fastpath import _InputEnded
 from .handshake import RECEIVE_SIZE
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
             actor.heard()
             actor.deliver_parsed(codec.receive_data(data))
             await source.after(len(data), pipe)
-    except InputEnded:
+    except _InputEnded:
         return  # a receiving task met the end, logged it and ends the connection
     except ProtocolError as exc:
         actor.refuse(exc)

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 __all__ = [
     "EVICTION_GRACE",
     "EVICTION_REPORT_EVERY",
-    "HandshakeCut",
     "HandshakeSlot",
     "HandshakeSlots",
     "address_group",
@@ -62,8 +61,12 @@ EVICTION_REPORT_EVERY = 10.0
 EVICTION_GRACE = 0.1
 
 
-class HandshakeCut(Exception):
-    """An accepted connection's handshake ended by its slot: evicted, or too slow to greet."""
+class _HandshakeCut(Exception):
+    """An accepted connection's handshake ended by its slot: evicted, or too slow to greet.
+
+    Private: the connection actor catches it and logs it at :attr:`level`; it never
+    reaches the application.
+    """
 
     def __init__(self, reason: str, level: int) -> None:
         super().__init__(reason)
@@ -238,7 +241,7 @@ class HandshakeSlots:
     @contextlib.contextmanager
     def guard(self, slot: HandshakeSlot | None) -> Iterator[None]:
         """Run a handshake inside its slot's scope: an eviction or a greeting that came
-        too late ends it with :class:`HandshakeCut`."""
+        too late ends it with :class:`_HandshakeCut`."""
         if slot is None:
             yield
             return
@@ -246,11 +249,11 @@ class HandshakeSlots:
             yield
         if slot.scope.cancelled_caught:
             if slot.evicted:
-                raise HandshakeCut(
+                raise _HandshakeCut(
                     "evicted: every handshake slot was taken (max_handshakes) "
                     "and a newer connection arrived",
                     logging.DEBUG,
                 )
-            raise HandshakeCut(
+            raise _HandshakeCut(
                 f"greeting timed out after {self.options.greeting_ivl}s", logging.WARNING
             )
