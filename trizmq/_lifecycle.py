@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 import trio
 
+from . import _open_sockets
 from ._endpoint import Endpoint, parse_endpoint
 from ._monitor import Monitor, MonitorEvent
 from ._options import Options, changed_options, validate_options
@@ -215,6 +216,7 @@ class SocketLife:
             await self._teardown(0)
             await manager.__aexit__(None, None, None)
             raise
+        _open_sockets.opened(self)  # seen by trizmq.metrics.register_all()
         return self
 
     async def __aexit__(
@@ -270,6 +272,7 @@ class SocketLife:
                 await self._runtime.close(linger)
         finally:
             self._closed = True
+            _open_sockets.discard(self)
             self._wake_receivers()
             self._send_lot.unpark_all()
             for monitor in list(self._monitors):
