@@ -36,7 +36,7 @@ def test_soak_separates_loss_from_lag(tmp_path: Path, transport: str) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     report = json.loads(out.read_text())
