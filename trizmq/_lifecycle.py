@@ -122,7 +122,9 @@ class SocketLife:
         ``connect()``; ``max_handshakes``); ``ValueError`` naming the option for a
         bad value. A queue bound (``sndhwm``, ``rcvhwm``) applies to peers made from
         now on, ``linger`` to the close, the ROUTER/REQ/XPUB/PUB flags and bounds at
-        once; ``heartbeat_*``, ``security``, ``maxmsgsize``, ``routing_id``,
+        once (but for the refusal of a topic over ``max_subscription_bytes`` at its
+        frame header, which keeps the bound its connection was made with);
+        ``heartbeat_*``, ``security``, ``maxmsgsize``, ``routing_id``,
         ``ssl_context`` and the other connection options to the connections made
         afterwards; ``reconnect_ivl``/``_max`` and ``immediate`` to endpoints
         connected afterwards, ``backlog`` to later binds. ``subscribe`` (SUB) adds

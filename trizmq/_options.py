@@ -358,7 +358,9 @@ class Options:
     max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS
     #: publishers: subscriptions kept for all peers
     max_subscriptions_total: int = DEFAULT_MAX_SUBSCRIPTIONS_TOTAL
-    #: PUB/XPUB: topic bytes kept per peer
+    #: PUB/XPUB: topic bytes kept per peer; a subscription whose topic alone is longer
+    #: is refused at its frame header, its body counted off unread (the bound of when
+    #: the connection was made; with ``xpub_manual``, none)
     max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES
     #: send an empty message on each new connection (ZMQ_PROBE_ROUTER)
     probe_router: bool = False

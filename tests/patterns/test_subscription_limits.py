@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tracemalloc
 from typing import Any
 
@@ -12,7 +13,7 @@ from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.pubsub import PubStrategy, XPubStrategy
 from trizmq.patterns.sockets.radiodish import RadioStrategy
 from trizmq.patterns.subscriptions import Distribution
-from trizmq.zmtp.events import Join
+from trizmq.zmtp.events import Join, Subscribe, SubscriptionRefused
 
 
 class FakePeer:
@@ -78,6 +79,39 @@ def test_xpub_reports_no_refused_subscription() -> None:
     xpub.subscribed(peer, b"a", True)
     xpub.subscribed(peer, b"b", True)
     assert [xpub.recv(), xpub.recv()] == [[b"\x01a"], None]
+
+
+@pytest.mark.parametrize("cls", [PubStrategy, XPubStrategy])
+def test_a_subscription_refused_at_its_header_counts_as_any_refusal(
+    caplog: pytest.LogCaptureFixture, cls: type[Any]
+) -> None:
+    """The connection refused a topic over max_subscription_bytes unread: the strategy
+    counts and logs it as it would the topic, keeps the peer, and (XPUB) reports
+    nothing of it."""
+    caplog.set_level(logging.WARNING, logger="trizmq")
+    pub = strategy(cls)
+    peer = FakePeer()
+    pub.attach(peer)
+    peer.in_pipe.put(SubscriptionRefused(10 * 1024 * 1024))
+    peer.in_pipe.put(Subscribe(b"ok"))
+    peer.in_pipe.put(SubscriptionRefused(100 * 1024 * 1024))
+    pub.incoming(peer)
+    stats = pub.statistics()
+    assert stats["subscriptions"] == 1 and stats["subscriptions_refused"] == 2
+    assert stats["peers"] == 1
+    [line] = [r.getMessage() for r in caplog.records if "subscriptions refused" in r.getMessage()]
+    assert "max_subscription_bytes (4194304)" in line
+    if cls is XPubStrategy:
+        assert [pub.recv(), pub.recv()] == [[b"\x01ok"], None]
+
+
+def test_a_refusal_from_a_departed_peer_is_not_counted() -> None:
+    pub = strategy(PubStrategy)
+    peer = FakePeer()
+    pub.attach(peer)
+    pub.detach(peer)
+    pub.refused_at_header(peer, 10 * 1024 * 1024)
+    assert pub.statistics()["subscriptions_refused"] == 0
 
 
 def test_radio_joins_are_bounded() -> None:

@@ -17,7 +17,7 @@ from wsproto.events import (
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from trizmq.zmtp import ProtocolError
-from trizmq.zmtp.events import HandshakeComplete, Ping
+from trizmq.zmtp.events import Cancel, HandshakeComplete, Ping, Subscribe, SubscriptionRefused
 from trizmq.zmtp.plain import PlainClientMechanism, PlainServerMechanism
 from trizmq.zmtp.zws import MAX_HTTP_HEAD, ZwsConnection, offered_protocols
 
@@ -180,14 +180,16 @@ def test_client_refused_by_the_server_says_so() -> None:
 # -- hostile input ---------------------------------------------------------------------------
 
 
-def open_server(**kw: object) -> tuple[ZwsConnection, WSConnection]:
+def open_server(
+    socket_type: str = "PULL", peer_type: bytes = b"PUSH", **kw: object
+) -> tuple[ZwsConnection, WSConnection]:
     """A server past the upgrade and the NULL handshake, and the raw client talking to it."""
-    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
+    server = ZwsConnection(socket_type, client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
     ws, request = raw_client(["ZWS2.0/NULL"])
     server.receive_data(request)
     ws.receive_data(server.data_to_send())
     list(ws.events())
-    ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
+    ready = b"\x02\x05READY\x0bSocket-Type" + len(peer_type).to_bytes(4, "big") + peer_type
     [done] = server.receive_data(ws.send(BytesMessage(data=ready)))
     assert isinstance(done, HandshakeComplete)
     return server, ws
@@ -286,3 +288,87 @@ def test_a_pong_is_only_bytes_heard() -> None:
     server, ws = open_server()
     ws.send(BytesMessage(data=b"\x00x"))
     assert server.receive_data(ws.send(Pong(payload=b"c"))) == []
+
+
+# -- a subscription over the bound -------------------------------------------------------
+
+
+def frames_of(ws: WSConnection, payload: bytes, *, pieces: int = 1) -> bytes:
+    """``payload`` as one binary WebSocket message of ``pieces`` frames."""
+    step = -(-len(payload) // pieces)
+    out = b""
+    for start in range(0, len(payload), step):
+        last = start + step >= len(payload)
+        out += ws.send(BytesMessage(data=payload[start : start + step], message_finished=last))
+    return out
+
+
+@pytest.mark.parametrize("socket_type", ["PUB", "XPUB"])
+@pytest.mark.parametrize(
+    ("payload", "refused", "kept"),
+    [
+        (b"\x00\x01" + b"t" * 5000, SubscriptionRefused(5000), [b"\x01" + b"t" * 1000]),
+        (
+            b"\x02\x09SUBSCRIBE" + b"t" * 5000,
+            SubscriptionRefused(5000),
+            Subscribe(b"t" * 1000),
+        ),
+    ],
+    ids=["message", "command"],
+)
+@pytest.mark.parametrize("pieces", [1, 3])
+@pytest.mark.parametrize("chunk", [5, 1000, 4096])
+def test_a_long_subscription_is_refused_before_it_is_kept(
+    socket_type: str, payload: bytes, refused: object, kept: object, pieces: int, chunk: int
+) -> None:
+    server, ws = open_server(socket_type, b"SUB", max_subscription=1000)
+    head = payload[: len(payload) - 5000]
+    wire = (
+        frames_of(ws, payload, pieces=pieces)
+        + ws.send(BytesMessage(data=head + b"t" * 1000))  # at the bound: kept
+        + ws.send(BytesMessage(data=b"\x00\x01after"))
+    )
+    got: list[object] = []
+    held = 0
+    for i in range(0, len(wire), chunk):
+        got += server.receive_data(wire[i : i + chunk])
+        held = max(held, sum(len(p) for p in server._partial))
+    assert got == [refused, kept, [b"\x01after"]]
+    # refused as soon as its head and its declared length tell it: only the message at
+    # the bound was ever held, in part
+    assert held <= len(head) + 1000
+
+
+def test_a_huge_subscription_is_never_kept() -> None:
+    server, ws = open_server("PUB", b"SUB", max_subscription=4 * 1024 * 1024)
+    wire = ws.send(BytesMessage(data=b"\x00\x01" + bytes(20 * 1024 * 1024)))
+    commands = server.commands_parsed
+    for i in range(0, len(wire) - 65536, 65536):
+        assert server.receive_data(wire[i : i + 65536]) == []
+        assert not server._partial and not server.in_message
+    assert server.receive_data(wire[i + 65536 :]) == [SubscriptionRefused(20 * 1024 * 1024)]
+    assert server.commands_parsed > commands  # the runtime looks at the events
+
+
+def test_a_multipart_frame_or_a_cancel_is_not_refused() -> None:
+    server, ws = open_server("XPUB", b"SUB", max_subscription=10)
+    topic = b"t" * 3000
+    wire = (
+        ws.send(BytesMessage(data=b"\x01head"))
+        + ws.send(BytesMessage(data=b"\x00\x01" + topic))
+        + ws.send(BytesMessage(data=b"\x00\x00" + topic))
+        + ws.send(BytesMessage(data=b"\x02\x06CANCEL" + topic))
+    )
+    got: list[object] = []
+    for i in range(0, len(wire), 100):
+        got += server.receive_data(wire[i : i + 100])
+    assert got == [[b"head", b"\x01" + topic], [b"\x00" + topic], Cancel(topic)]
+
+
+def test_other_types_over_ws_ignore_the_bound() -> None:
+    server, ws = open_server("PULL", b"PUSH", max_subscription=10)
+    wire = ws.send(BytesMessage(data=b"\x00\x01" + b"t" * 3000))
+    got: list[object] = []
+    for i in range(0, len(wire), 100):
+        got += server.receive_data(wire[i : i + 100])
+    assert got == [[b"\x01" + b"t" * 3000]]

@@ -31,7 +31,16 @@ from .. import _monitor as monitor
 from ..patterns.backoff import Outcome
 from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError
-from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Pong, Subscribe
+from ..zmtp.events import (
+    Cancel,
+    Join,
+    Leave,
+    PeerError,
+    Ping,
+    Pong,
+    Subscribe,
+    SubscriptionRefused,
+)
 from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
 from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
@@ -52,7 +61,7 @@ __all__ = ["ConnectionActor"]
 
 log = logging.getLogger("trizmq")
 
-_PEER_COMMANDS = (Subscribe, Cancel, Join, Leave)
+_PEER_COMMANDS = (Subscribe, Cancel, SubscriptionRefused, Join, Leave)
 
 
 class ConnectionActor:

@@ -58,6 +58,7 @@ __all__ = [
     "register_transport",
     "run_transports",
     "schemes",
+    "subscription_bound",
     "transport_for",
     "unregister_transport",
     "zmtp_codec",
@@ -410,8 +411,18 @@ def zmtp_codec(socket_type: str, options: Options) -> Codec:
         identity=options.routing_id or b"",
         maxmsgsize=options.maxmsgsize,
         max_frames=options.max_frames,
+        max_subscription=subscription_bound(options),
         mechanism=security.mechanism() if security is not None else None,
     )
+
+
+def subscription_bound(options: Options) -> int:
+    """The longest topic a ZMTP codec lets a peer subscribe to before it refuses the
+    subscription at its header (the ``max_subscription`` of
+    :class:`~trizmq.zmtp.Connection`, which applies it on PUB and XPUB only):
+    ``max_subscription_bytes``, which no single topic may exceed, or none for an
+    XPUB whose application takes every subscription itself (``xpub_manual``)."""
+    return -1 if options.xpub_manual else options.max_subscription_bytes
 
 
 def register_transport(transport: Transport) -> None:

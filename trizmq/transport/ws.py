@@ -20,7 +20,14 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import parse_host_port
-from .base import Codec, Endpoint, Listener, ListenerBase, effective_backlog
+from .base import (
+    Codec,
+    Endpoint,
+    Listener,
+    ListenerBase,
+    effective_backlog,
+    subscription_bound,
+)
 from .tcp import TCPListener, abort_on_close, connect_tcp, listen_tcp
 
 if TYPE_CHECKING:
@@ -120,6 +127,7 @@ class WsTransport:
             identity=options.routing_id or b"",
             maxmsgsize=options.maxmsgsize,
             max_frames=options.max_frames,
+            max_subscription=subscription_bound(options),
         )
 
     def abort(self, stream: trio.abc.Stream) -> None:

@@ -28,6 +28,7 @@ from .events import (
     Ping,
     Pong,
     Subscribe,
+    SubscriptionRefused,
     UnknownCommand,
 )
 from .greeting import GREETING_SIZE, build_greeting
@@ -35,7 +36,13 @@ from .mechanism import Command, Mechanism, ZapReply, ZapRequest
 from .metadata import decode_metadata, encode_metadata
 from .null import NullMechanism
 from .plain import PlainClientMechanism, PlainServerMechanism
-from .socket_types import COMPATIBLE, SENDS_IDENTITY, SOCKET_TYPES, is_compatible
+from .socket_types import (
+    COMPATIBLE,
+    SENDS_IDENTITY,
+    SOCKET_TYPES,
+    TAKES_SUBSCRIPTIONS,
+    is_compatible,
+)
 from .z85 import decode_key, z85_decode, z85_encode
 
 __all__ = [
@@ -45,6 +52,7 @@ __all__ = [
     "HANDSHAKE_FRAME_LIMIT",
     "SENDS_IDENTITY",
     "SOCKET_TYPES",
+    "TAKES_SUBSCRIPTIONS",
     "Cancel",
     "Command",
     "Connection",
@@ -65,6 +73,7 @@ __all__ = [
     "ProtocolError",
     "Received",
     "Subscribe",
+    "SubscriptionRefused",
     "UnknownCommand",
     "ZapReply",
     "ZapRequest",

@@ -30,6 +30,16 @@ Strategy for the decoder:
   last one arrives, so its bytes are copied once instead of three times (append,
   freeze, slice). Small pieces are still gathered in a ``bytearray``, so that a
   peer trickling bytes cannot make each one cost an object.
+* On a PUB or XPUB (:data:`~trizmq.zmtp.socket_types.TAKES_SUBSCRIPTIONS`), a
+  subscription whose topic is longer than ``max_subscription`` (a SUBSCRIBE command,
+  or a one-frame message starting with ``\\x01``) is refused as soon as its header
+  and the first bytes of its body tell it, if the frame is not whole in hand: the
+  rest of its body is counted off as it arrives, none of it kept, and its end
+  reported as one :class:`~trizmq.zmtp.events.SubscriptionRefused` (a frame whole in
+  hand costs nothing more to keep: the publisher refuses it). Other socket types
+  have the grammar's cap for a bound, so the check costs them one comparison on a
+  frame that spans reads. Encrypted frames (CURVE) are opened whole first: only
+  ``maxmsgsize`` bounds them.
 * All complete frames in hand are parsed in one tight loop over an immutable
   ``bytes`` (slicing it yields each frame directly); when the buffer is empty and
   the input is ``bytes``, the input itself is parsed without a copy.
@@ -51,11 +61,12 @@ from typing import TypeAlias
 from .._errors import StateError
 from .commands import (
     ERROR,
+    SUBSCRIBE,
     split_command,
 )
 from .encoding import Buffer, State
 from .errors import ProtocolError
-from .events import Event, UnknownCommand
+from .events import Event, SubscriptionRefused, UnknownCommand
 from .frames import (
     COMMAND,
     HEADER_SIZE,
@@ -69,7 +80,7 @@ from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
 from .mechanism import Mechanism
 from .metadata import encode_metadata
 from .null import NullMechanism
-from .socket_types import SENDS_IDENTITY, SOCKET_TYPES
+from .socket_types import SENDS_IDENTITY, SOCKET_TYPES, TAKES_SUBSCRIPTIONS
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Connection", "Received"]
 
@@ -86,6 +97,10 @@ _BIG_PIECE = 4 * 1024
 Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
+
+#: how a subscription's body starts: a SUBSCRIBE command's, a ``\x01topic`` message's
+_SUBSCRIBE_COMMAND = bytes((len(SUBSCRIBE),)) + SUBSCRIBE
+_SUBSCRIBE_MESSAGE = b"\x01"
 
 
 def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
@@ -141,6 +156,11 @@ class Connection(Handshaking):
     Its handshake half is :class:`~trizmq.zmtp.handshaking.Handshaking`, its sending
     half :class:`~trizmq.zmtp.encoding.TrafficEncoder`; this class holds the state and
     parses what arrives.
+
+    ``maxmsgsize`` and ``max_frames`` bound each incoming message (-1: no bound);
+    ``max_subscription`` (-1: no bound) is the longest topic a peer of a PUB or XPUB
+    may subscribe to before its subscription is refused at its header (see the
+    module docstring); other types ignore it.
     """
 
     def __init__(
@@ -151,6 +171,7 @@ class Connection(Handshaking):
         identity: bytes = b"",
         maxmsgsize: int = -1,
         max_frames: int = -1,
+        max_subscription: int = -1,
         metadata: Mapping[str, bytes] | None = None,
         check_socket_type: bool = True,
     ) -> None:
@@ -162,6 +183,8 @@ class Connection(Handshaking):
             raise ValueError("maxmsgsize must be -1 (no limit) or >= 0")
         if max_frames < -1 or max_frames == 0:
             raise ValueError("max_frames must be -1 (no limit) or >= 1")
+        if max_subscription < -1:
+            raise ValueError("max_subscription must be -1 (no limit) or >= 0")
         local: dict[str, bytes] = {"Socket-Type": socket_type.encode("ascii")}
         if socket_type in SENDS_IDENTITY:
             local["Identity"] = bytes(identity)
@@ -178,6 +201,12 @@ class Connection(Handshaking):
         # a single comparison per frame covers both the option and the grammar's cap
         self._limit = maxmsgsize if maxmsgsize >= 0 else MAX_FRAME_SIZE
         self._max_frames = max_frames if max_frames > 0 else MAX_FRAME_SIZE
+        # the longest topic a subscription may carry, and the frame size past which a
+        # frame may be a subscription over it (a ``\x01topic`` message one byte over):
+        # the grammar's cap where no frame is ever refused so (not a PUB or XPUB)
+        bounded = max_subscription >= 0 and socket_type in TAKES_SUBSCRIPTIONS
+        self._max_subscription = max_subscription if bounded else MAX_FRAME_SIZE
+        self._subscription_frame = max_subscription + 1 if bounded else MAX_FRAME_SIZE
         #: the wire size of the message in progress (its frames so far)
         self._used = 0
         self._check_socket_type = check_socket_type
@@ -197,6 +226,11 @@ class Connection(Handshaking):
         self._big_skip = 0
         self._big_flags = 0
         self._big_missing = 0
+        # or, with ``_discarding``, a subscription over the bound is being refused:
+        # ``_big`` is an empty list then (nothing is kept), ``_big_missing`` counts
+        # down its body and ``_refused_size`` is its topic's length
+        self._discarding = False
+        self._refused_size = 0
         self._commands: dict[bytes, Callable[[bytes], Event]] = {}
         #: commands parsed in traffic so far: a caller that sees it unchanged across
         #: a :meth:`receive_data` call knows the call returned messages only
@@ -235,7 +269,11 @@ class Connection(Handshaking):
 
         A peer that hangs up now loses that message; the driver may say so.
         """
-        return bool(self._buf) or bool(self._frames) or self._big is not None
+        return (
+            bool(self._buf)
+            or bool(self._frames)
+            or (self._big is not None and not self._discarding)
+        )
 
     def receive_data(self, data: Buffer) -> list[Received]:
         """Consume ``data``; return every event and message it completed, in order."""
@@ -290,6 +328,8 @@ class Connection(Handshaking):
     def _receive_big(self, pieces: list[bytes | bytearray], data: Buffer) -> list[Received]:
         """Add ``data`` to the ``pieces`` of the large frame in progress; once it is
         whole, finish that frame as :meth:`_parse_traffic` would and parse what follows."""
+        if self._discarding:
+            return self._receive_discarded(data)
         # the caller may reuse a bytearray or a view's memory: keep only bytes
         src = data if type(data) is bytes else bytes(data)
         missing = self._big_missing
@@ -321,6 +361,46 @@ class Connection(Handshaking):
         self._parse_keeping_rest(src, missing, events)
         return events
 
+    def _subscription_head(self, size: int, flags: int, frames: list[bytes]) -> bytes | None:
+        """How the body of a frame of ``size`` bytes with ``flags`` starts if it is a
+        subscription whose topic is over the bound; None when it cannot be one (a
+        frame of a multipart message, or too short)."""
+        if flags & COMMAND:
+            head = _SUBSCRIBE_COMMAND
+        elif flags & MORE or frames:
+            return None  # a multipart message's frame is a message, not a subscription
+        else:
+            head = _SUBSCRIBE_MESSAGE
+        return head if size - len(head) > self._max_subscription else None
+
+    def _start_discard(self, size: int, missing: int) -> None:
+        """Refuse a subscription with a ``size``-byte topic whose body has ``missing``
+        bytes still to come: they are counted off as they arrive, never kept."""
+        self._big = []
+        self._discarding = True
+        self._big_missing = missing
+        self._refused_size = size
+        self._need = 0  # nothing is buffered
+
+    def _receive_discarded(self, data: Buffer) -> list[Received]:
+        """Count ``data`` off the body of the subscription being refused; once it is
+        over, report it and parse what follows."""
+        missing = self._big_missing
+        if len(data) < missing:
+            self._big_missing = missing - len(data)
+            return []
+        self._big = None
+        self._discarding = False
+        self._big_missing = 0
+        # not a message: the caller must look at this call's events
+        self.commands_parsed += 1
+        events: list[Received] = [SubscriptionRefused(self._refused_size)]
+        if type(data) is bytes:
+            self._parse_keeping_rest(data, missing, events)
+        else:
+            self._parse_keeping_rest(bytes(memoryview(data)[missing:]), 0, events)
+        return events
+
     def _parse_keeping_rest(self, src: bytes, pos: int, events: list[Received]) -> None:
         """Parse traffic from ``pos`` into ``events``; keep an unfinished frame's
         bytes for the next call; a violation kills the connection."""
@@ -345,6 +425,7 @@ class Connection(Handshaking):
         self._big = None
         self._big_skip = 0
         self._big_missing = 0
+        self._discarding = False
 
     def _parse(self, src: bytes) -> tuple[list[Received], int]:
         events: list[Received] = []
@@ -483,6 +564,22 @@ class Connection(Handshaking):
                 if used > limit or len(frames) >= max_frames:
                     raise self._overlong(used, len(frames))
             if end > n:
+                if size > self._subscription_frame:
+                    # only on a PUB or XPUB: a subscription over the bound is refused
+                    # before its body is kept
+                    head = self._subscription_head(size, flags, frames)
+                    if head is not None:
+                        if n - start < len(head):  # too little of the body to tell
+                            if not flags & COMMAND:
+                                used -= header_size + size
+                            self._need = start - pos + len(head)
+                            break
+                        if src.startswith(head, start):
+                            self._start_discard(size - len(head), end - n)
+                            if not flags & COMMAND:
+                                used = 0  # it was a whole message
+                            pos = n
+                            break
                 if size >= _BIG_FRAME and not flags & COMMAND:
                     # keep what came of the body as it is; the rest goes to
                     # _receive_big, which joins it all once (commands stay small)

@@ -26,6 +26,7 @@ __all__ = [
     "Ping",
     "Pong",
     "Subscribe",
+    "SubscriptionRefused",
     "UnknownCommand",
 ]
 
@@ -58,6 +59,16 @@ class Cancel:
     """A CANCEL command (ZMTP 3.1); the legacy ``\\x00topic`` form arrives as data."""
 
     topic: bytes
+
+
+@attrs.frozen(slots=True)
+class SubscriptionRefused:
+    """A subscription whose topic of ``size`` bytes is over the connection's bound
+    (``max_subscription``): a SUBSCRIBE command, or a one-frame ``\\x01topic``
+    message, whose declared length said so at its header. Its body was discarded as
+    it arrived, none of it kept; the publisher refuses it as it would the topic."""
+
+    size: int
 
 
 @attrs.frozen(slots=True)
@@ -105,5 +116,14 @@ class UnknownCommand:
 
 
 Event: TypeAlias = (
-    HandshakeComplete | Subscribe | Cancel | Ping | Pong | Join | Leave | PeerError | UnknownCommand
+    HandshakeComplete
+    | Subscribe
+    | Cancel
+    | SubscriptionRefused
+    | Ping
+    | Pong
+    | Join
+    | Leave
+    | PeerError
+    | UnknownCommand
 )

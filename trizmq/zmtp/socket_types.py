@@ -6,6 +6,9 @@ Rules (libzmq-wire-notes §2.2-2.4):
   never runs over ZMTP. The table is symmetric.
 * :data:`SENDS_IDENTITY` lists the only types that put an ``Identity`` property in
   their READY (sent even when empty).
+* :data:`TAKES_SUBSCRIPTIONS` lists the types whose peers subscribe to them
+  (SUBSCRIBE/CANCEL commands, ``\\x01``/``\\x00`` messages): where a connection's
+  ``max_subscription`` applies.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-__all__ = ["COMPATIBLE", "SENDS_IDENTITY", "SOCKET_TYPES", "is_compatible"]
+__all__ = ["COMPATIBLE", "SENDS_IDENTITY", "SOCKET_TYPES", "TAKES_SUBSCRIPTIONS", "is_compatible"]
 
 COMPATIBLE: Mapping[str, frozenset[str]] = MappingProxyType(
     {
@@ -42,6 +45,8 @@ COMPATIBLE: Mapping[str, frozenset[str]] = MappingProxyType(
 SOCKET_TYPES: frozenset[str] = frozenset(COMPATIBLE)
 
 SENDS_IDENTITY: frozenset[str] = frozenset({"REQ", "DEALER", "ROUTER"})
+
+TAKES_SUBSCRIPTIONS: frozenset[str] = frozenset({"PUB", "XPUB"})
 
 
 def is_compatible(local: str, peer: str) -> bool:

@@ -30,7 +30,12 @@ Hostile input: a text message, a client frame that is not masked, a malformed
 frame or an oversized message ends the connection with a :class:`ProtocolError`
 naming it; no message is buffered past ``maxmsgsize`` (or, before the handshake
 is complete, past :data:`HANDSHAKE_FRAME_LIMIT`); the HTTP request or response
-is bounded by h11 (:data:`MAX_HTTP_HEAD`).
+is bounded by h11 (:data:`MAX_HTTP_HEAD`). On a PUB or XPUB, a subscription
+message (``\\x01topic``, or a SUBSCRIBE command) whose topic is over
+``max_subscription`` is refused as soon as its first bytes and its size (the
+WebSocket frame's declared length, or what arrived) tell it: the rest is counted
+off, not kept, and its end reported as one
+:class:`~trizmq.zmtp.events.SubscriptionRefused`, as the inner connection does on tcp.
 """
 
 from __future__ import annotations
@@ -59,12 +64,13 @@ from .commands import READY, command_body
 from .connection import Connection, Received
 from .encoding import Buffer
 from .errors import ProtocolError
-from .events import HandshakeComplete, Ping
+from .events import HandshakeComplete, Ping, SubscriptionRefused
 from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, frame_header
 from .greeting import build_greeting
 from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .metadata import encode_metadata
+from .socket_types import TAKES_SUBSCRIPTIONS
 
 __all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
 
@@ -77,6 +83,10 @@ MAX_HTTP_HEAD = 16 * 1024
 _MORE_FLAG = 0x01
 _COMMAND_FLAG = 0x02
 _ZWS_FLAGS = {0: b"\x00", MORE: b"\x01", COMMAND: b"\x02", COMMAND | MORE: b"\x03"}
+#: a binary message's first byte -> how it starts if it is a subscription: a last
+#: frame ``\x01topic``, or a SUBSCRIBE command
+_SUBSCRIPTION_HEADS = {0: b"\x00\x01", _COMMAND_FLAG: b"\x02\x09SUBSCRIBE"}
+_LONGEST_HEAD = max(map(len, _SUBSCRIPTION_HEADS.values()))
 # normal endings of a WebSocket: going away, closed, closed with no status
 _NORMAL_CLOSE = frozenset({1000, 1001, 1005})
 
@@ -122,6 +132,7 @@ class ZwsConnection:
         identity: bytes = b"",
         maxmsgsize: int = -1,
         max_frames: int = -1,
+        max_subscription: int = -1,
     ) -> None:
         self._inner = Connection(
             socket_type,
@@ -129,6 +140,7 @@ class ZwsConnection:
             identity=identity,
             maxmsgsize=maxmsgsize,
             max_frames=max_frames,
+            max_subscription=max_subscription,
         )
         self._client = client
         self._host = host
@@ -145,6 +157,22 @@ class ZwsConnection:
         #: the binary message arriving in pieces, and its size so far
         self._partial: list[bytes | bytearray] = []
         self._partial_size = 0
+        #: the longest topic a subscription may carry (None: no bound, not a PUB or XPUB)
+        self._max_subscription = (
+            max_subscription
+            if max_subscription >= 0 and socket_type in TAKES_SUBSCRIPTIONS
+            else None
+        )
+        #: the last ZMTP frame was a message's with more to follow: the next one is not
+        #: a subscription
+        self._more = False
+        #: the length of the subscription head of the message arriving: 0 when it is no
+        #: subscription, None while too little of it came to tell
+        self._head: int | None = None
+        #: the rest of the message arriving is a refused subscription's: counted, not kept
+        self._discarding = False
+        #: subscriptions refused here, reported among the events (see commands_parsed)
+        self._refused = 0
         self._outbox = bytearray()
         #: a normal close the peer sent after messages still to be handed on
         self._peer_closed: str | None = None
@@ -194,7 +222,7 @@ class ZwsConnection:
 
     @property
     def commands_parsed(self) -> int:
-        return self._inner.commands_parsed
+        return self._inner.commands_parsed + self._refused
 
     @property
     def bare_messages(self) -> bool:
@@ -352,10 +380,19 @@ class ZwsConnection:
             raise ProtocolError(
                 f"a WebSocket message of over {size - 1} bytes exceeds the {limit}-byte limit"
             )
+        if self._discarding:
+            self._partial_size = size
+            if event.message_finished:
+                self._refuse(size, zmtp, events)
+            return
         if not event.message_finished:
             self._partial.append(data)
             self._partial_size = size
+            if self._max_subscription is not None and data and self._refuses(size):
+                self._partial.clear()
+                self._discarding = True
             return
+        self._head = None
         if self._partial:
             self._partial.append(data)
             data = b"".join(self._partial)
@@ -372,21 +409,72 @@ class ZwsConnection:
             return
         if flags == _MORE_FLAG | _COMMAND_FLAG:
             raise ProtocolError("a ZWS command frame with the MORE flag set")
+        if not flags & _COMMAND_FLAG:
+            self._more = bool(flags & _MORE_FLAG)
         zmtp += frame_header(COMMAND if flags & _COMMAND_FLAG else MORE if flags else 0, len(body))
         zmtp += body
 
-    def _check_declared(self) -> None:
-        """Refuse a frame whose declared length is over the limit as soon as its header
-        is in, not once that much has been received. wsproto parses the header but
-        does not publish it: its frame decoder's ``header`` is read here (wsproto 1.x;
-        without it, the size received so far is still checked piece by piece)."""
+    def _refuses(self, size: int) -> bool:
+        """Whether the binary message arriving, ``size`` bytes so far, is a subscription
+        whose topic is over the bound (PUB and XPUB only): told by its first bytes and
+        its size, the rest of its WebSocket frame counted as declared."""
+        if self._head is None:
+            if self._more or self._awaiting_identity or not self._inner.handshake_complete:
+                self._head = 0
+            else:
+                self._head = self._subscription_head()
+                if self._head is None:
+                    return False
+        if not self._head:
+            return False
+        known = size + self._declared_remaining()[1]
+        assert self._max_subscription is not None
+        return known - self._head > self._max_subscription
+
+    def _subscription_head(self) -> int | None:
+        """The length of the subscription head the message arriving starts with; 0
+        when it is no subscription, None while too little of it came to tell."""
+        start = b""
+        for piece in self._partial:
+            start += piece[: _LONGEST_HEAD - len(start)]
+            if len(start) == _LONGEST_HEAD:
+                break
+        head = _SUBSCRIPTION_HEADS.get(start[0])
+        if head is None:
+            return 0
+        if len(start) < len(head):
+            return None
+        return len(head) if start.startswith(head) else 0
+
+    def _refuse(self, size: int, zmtp: bytearray, events: list[Received]) -> None:
+        """The refused subscription's message, ``size`` bytes, is over: report it in its
+        place among the events."""
+        assert self._head is not None
+        self._flush_into(zmtp, events)
+        events.append(SubscriptionRefused(size - self._head))
+        self._refused += 1
+        self._discarding = False
+        self._head = None
+        self._partial_size = 0
+
+    def _declared_remaining(self) -> tuple[int, int]:
+        """The declared length of the WebSocket data frame arriving and how much of it
+        is still to come; (0, 0) when none is or it cannot be read. wsproto parses the
+        header but does not publish it: its frame decoder's ``header`` is read here
+        (wsproto 1.x)."""
         decoder = getattr(getattr(self._ws.connection, "_proto", None), "_frame_decoder", None)
         header = getattr(decoder, "header", None)
         declared = getattr(header, "payload_len", None)
         if not isinstance(declared, int) or header.opcode.iscontrol():  # type: ignore[union-attr]
-            return
+            return 0, 0
+        return declared, declared - getattr(decoder, "payload_consumed", 0)
+
+    def _check_declared(self) -> None:
+        """Refuse a frame whose declared length is over the limit as soon as its header
+        is in, not once that much has been received (without wsproto's header, the
+        size received so far is still checked piece by piece)."""
+        declared, remaining = self._declared_remaining()
         limit = self._limit if self._inner.handshake_complete else HANDSHAKE_FRAME_LIMIT
-        remaining = declared - getattr(decoder, "payload_consumed", 0)
         if self._partial_size + remaining > limit + 1:
             raise ProtocolError(
                 f"a WebSocket frame declaring {declared} bytes exceeds the {limit}-byte limit"

@@ -25,6 +25,11 @@ Rules:
   logged once per peer. The peer keeps its connection: a limit is a matter of
   memory, not of protocol, and a subscriber that reconnects would only hit it
   again. A departed peer's subscriptions are forgotten and their memory given back.
+* A topic longer than ``max_subscription_bytes`` could never fit: its connection
+  refuses it at its header, keeping none of it, and reports it
+  (:class:`~trizmq.zmtp.events.SubscriptionRefused`), which is counted and logged
+  as any refusal. The whole topic is never read, so that a peer cannot make the
+  publisher buffer a topic of any length only to refuse it.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
-from ...zmtp.events import Cancel, Subscribe
+from ...zmtp.events import Cancel, Subscribe, SubscriptionRefused
 from ..pubsub import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
 from .base import Fanout, FanoutRun, Message, PeerLike, Queue, SocketStrategy, Wake
@@ -325,6 +330,8 @@ class PubStrategy(SocketStrategy):
                 self.subscribed(peer, item.topic, True)
             elif item.__class__ is Cancel:
                 self.subscribed(peer, item.topic, False)
+            elif item.__class__ is SubscriptionRefused:
+                self.refused_at_header(peer, item.size)
             elif item.__class__ is list and item:
                 parsed = parse_subscription_message(item[0]) if len(item) == 1 else None
                 if parsed is None:
@@ -349,17 +356,39 @@ class PubStrategy(SocketStrategy):
     def admits(self, peer: PeerLike, topic: bytes) -> bool:
         """Whether a subscription of ``peer`` to ``topic`` fits the bounds (see the module
         docstring); a refusal is counted and, the first time for a peer, logged."""
+        why = self._refusal(peer, len(topic))
+        if why is None:
+            return True
+        self._refuse(peer, why)
+        return False
+
+    def refused_at_header(self, peer: PeerLike, size: int) -> None:
+        """A subscription of ``peer`` to a topic of ``size`` bytes, longer than
+        ``max_subscription_bytes``, that its connection refused at its header: counted
+        and logged as :meth:`admits` would refuse the topic."""
+        if peer not in self.subscribers:
+            return
+        # the bound it was refused by is the one its connection was made with
+        why = self._refusal(peer, size) or (
+            f"its topic of {size} bytes exceeds max_subscription_bytes"
+        )
+        self._refuse(peer, why)
+
+    def _refusal(self, peer: PeerLike, size: int) -> str | None:
+        """Why a subscription of ``peer`` to a topic of ``size`` bytes is refused; None
+        when it fits the bounds."""
         subscribers = self.subscribers
         held = subscribers.held_by(peer)
-        size = subscribers.bytes_held_by(peer) + len(topic)
-        if held < self._max_per_peer and size <= self._max_bytes:
+        if held < self._max_per_peer and subscribers.bytes_held_by(peer) + size <= self._max_bytes:
             if subscribers.total < self._max_total:
-                return True
-            why = f"max_subscriptions_total ({self._max_total}) are held"
-        elif held >= self._max_per_peer:
-            why = f"it holds max_subscriptions ({self._max_per_peer}) already"
-        else:
-            why = f"its topics would exceed max_subscription_bytes ({self._max_bytes})"
+                return None
+            return f"max_subscriptions_total ({self._max_total}) are held"
+        if held >= self._max_per_peer:
+            return f"it holds max_subscriptions ({self._max_per_peer}) already"
+        return f"its topics would exceed max_subscription_bytes ({self._max_bytes})"
+
+    def _refuse(self, peer: PeerLike, why: str) -> None:
+        """Count one refused subscription of ``peer``; log the first one."""
         self.refused += 1
         if peer not in self._warned:
             self._warned.add(peer)
@@ -369,7 +398,6 @@ class PubStrategy(SocketStrategy):
                 peer,
                 why,
             )
-        return False
 
     def message(self, peer: PeerLike, msg: Message) -> None:
         """A non-subscription message from a subscriber: PUB ignores it."""
