@@ -17,12 +17,12 @@ STAMP := $(VENV)/.installed
 # the independent draft-API peer (libzmq 4.3.5 inside the npm package zeromq 6)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint venv clean browser
+.PHONY: demo test lint venv clean browser prometheus
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,docs,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs,spark,metrics]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -56,10 +56,23 @@ browser:
 		echo "chromium not found (apt-get install chromium): the browser test will be skipped"; \
 	fi
 
+# Debian's Prometheus server for the test that has it scrape a trizmq process
+# (tests/metrics/test_prometheus_server.py), installed where this runs as root with
+# apt-get; elsewhere that test skips and says how.
+prometheus:
+	@if command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get install -y -q prometheus >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q prometheus >/dev/null 2>&1)) || \
+		echo "could not install prometheus: the Prometheus server test will be skipped"; \
+	else \
+		echo "prometheus not found (apt-get install prometheus): the Prometheus server test will be skipped"; \
+	fi
+
 # the report of the run with the fast path off, shown once the Spark tests are done
 FASTPATH_OFF_LOG := .pytest-fastpath-off.log
 
-test: lint $(NODE_STAMP) browser
+test: lint $(NODE_STAMP) browser prometheus
 	$(BIN)/python -m pytest --ignore=tests/spark
 	@echo "the Spark tests, and meanwhile the suite with the fast path off (TRIZMQ_FASTPATH=0)"
 	@TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \

@@ -1,7 +1,8 @@
 """A raw subscriber sends a PUB or an XPUB a subscription of 10 MiB, then one of
 100 MiB, slowly: both are refused at their header (``max_subscription_bytes``, 4 MiB)
 and none of their topic is kept; the peer stays connected, and the small topic it
-subscribes to next brings it what is published.
+subscribes to next brings it what is published. A cancel of 100 MiB is dropped the
+same way, unread and unreported, and the peer's next cancel and subscriptions apply.
 
 The publisher runs in its own process (``subscription_victim.py``), which measures
 its peak resident memory over the attack with the kernel's own mark (``VmHWM``);
@@ -38,6 +39,7 @@ NULL_GREETING = (
 READY_BODY = b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB"
 SUB_READY = b"\x04" + bytes([len(READY_BODY)]) + READY_BODY
 SUBSCRIBE = b"\x09SUBSCRIBE"
+CANCEL = b"\x06CANCEL"
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/clear_refs").exists(), reason="reads VmHWM from /proc"
@@ -64,9 +66,11 @@ class Victim:
 
 
 @asynccontextmanager
-async def victim(socket_type: str, transport: str) -> AsyncIterator[Victim]:
+async def victim(
+    socket_type: str, transport: str, refusals: int = len(HUGE)
+) -> AsyncIterator[Victim]:
     process = await trio.lowlevel.open_process(
-        [sys.executable, str(VICTIM), socket_type, transport, str(len(HUGE))],
+        [sys.executable, str(VICTIM), socket_type, transport, str(refusals)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
@@ -110,30 +114,34 @@ class RawSubscriber:
         await stream.send_all(ws.send(BytesMessage(data=b"\x02" + READY_BODY)))
         return cls(stream, ws)
 
-    def header(self, form: str, topic: int) -> bytes:
-        """The header of a subscription to a ``topic``-byte topic, and its first bytes."""
+    def header(self, form: str, topic: int, *, cancel: bool = False) -> bytes:
+        """The header of a subscription (or a cancel) of a ``topic``-byte topic, and its
+        first bytes."""
+        name = CANCEL if cancel else SUBSCRIBE
+        first = b"\x00" if cancel else b"\x01"
         if self.ws is None:
             if form == "command":
-                return b"\x06" + struct.pack(">Q", len(SUBSCRIBE) + topic) + SUBSCRIBE
-            return b"\x02" + struct.pack(">Q", 1 + topic) + b"\x01"
-        head = b"\x02" + SUBSCRIBE if form == "command" else b"\x00\x01"
+                return b"\x06" + struct.pack(">Q", len(name) + topic) + name
+            return b"\x02" + struct.pack(">Q", 1 + topic) + first
+        head = b"\x02" + name if form == "command" else b"\x00" + first
         # one binary WebSocket frame, masked with a zero key: its payload goes as it is
         return b"\x82\xff" + (len(head) + topic).to_bytes(8, "big") + bytes(4) + head
 
-    async def subscribe_slowly(self, form: str, topic: int) -> None:
-        await self.stream.send_all(self.header(form, topic))
+    async def subscribe_slowly(self, form: str, topic: int, *, cancel: bool = False) -> None:
+        await self.stream.send_all(self.header(form, topic, cancel=cancel))
         chunk = b"t" * CHUNK
         left = topic
         while left:
             await self.stream.send_all(chunk[:left])
             left -= min(left, CHUNK)
 
-    async def subscribe(self, topic: bytes) -> None:
+    async def subscribe(self, topic: bytes, *, cancel: bool = False) -> None:
         if self.ws is None:
-            body = SUBSCRIBE + topic
+            body = (CANCEL if cancel else SUBSCRIBE) + topic
             await self.stream.send_all(b"\x04" + bytes([len(body)]) + body)
         else:
-            await self.stream.send_all(self.ws.send(BytesMessage(data=b"\x00\x01" + topic)))
+            first = b"\x00" if cancel else b"\x01"
+            await self.stream.send_all(self.ws.send(BytesMessage(data=b"\x00" + first + topic)))
 
     async def receive_until(self, wanted: bytes) -> None:
         seen = b""
@@ -173,4 +181,26 @@ async def test_a_huge_subscription_is_refused_without_being_read(
     assert report["stats"] == {"peers": 1, "live_peers": 1, "subscriptions": 2}
     if socket_type == "XPUB":  # a refused subscription is not reported
         assert report["reported"] == ["\x01warm", "\x01news"]
+    assert report["peak"] < BOUND, report
+
+
+async def test_a_huge_cancel_is_dropped_without_being_read() -> None:
+    with trio.fail_after(45):
+        async with victim("XPUB", "tcp", refusals=0) as publisher:
+            endpoint = await publisher.line()
+            peer = await RawSubscriber.connect(endpoint)
+            async with peer.stream:
+                await peer.subscribe(b"warm")
+                assert await publisher.line() == "ready"
+                await peer.subscribe_slowly("command", HUGE[-1], cancel=True)
+                # the publisher reports once it holds two: after all of these
+                await peer.subscribe(b"warm", cancel=True)
+                await peer.subscribe(b"news")
+                await peer.subscribe(b"more")
+                await peer.receive_until(b"news flash")
+                report: dict[str, Any] = json.loads(await publisher.line())
+    assert report["refused"] == 0  # a cancel is not a subscription refused
+    assert report["stats"] == {"peers": 1, "live_peers": 1, "subscriptions": 2}
+    # the huge cancel was not reported; the small one after it was
+    assert report["reported"] == ["\x01warm", "\x00warm", "\x01news", "\x01more"]
     assert report["peak"] < BOUND, report

@@ -3,6 +3,8 @@ into each other, and hostile input handed to a server."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
@@ -350,19 +352,83 @@ def test_a_huge_subscription_is_never_kept() -> None:
     assert server.commands_parsed > commands  # the runtime looks at the events
 
 
-def test_a_multipart_frame_or_a_cancel_is_not_refused() -> None:
+def test_a_multipart_frame_is_not_refused() -> None:
     server, ws = open_server("XPUB", b"SUB", max_subscription=10)
     topic = b"t" * 3000
     wire = (
         ws.send(BytesMessage(data=b"\x01head"))
         + ws.send(BytesMessage(data=b"\x00\x01" + topic))
-        + ws.send(BytesMessage(data=b"\x00\x00" + topic))
-        + ws.send(BytesMessage(data=b"\x02\x06CANCEL" + topic))
+        + ws.send(BytesMessage(data=b"\x01\x00" + topic))
+        + ws.send(BytesMessage(data=b"\x00end"))
     )
     got: list[object] = []
     for i in range(0, len(wire), 100):
         got += server.receive_data(wire[i : i + 100])
-    assert got == [[b"head", b"\x01" + topic], [b"\x00" + topic], Cancel(topic)]
+    assert got == [[b"head", b"\x01" + topic], [b"\x00" + topic, b"end"]]
+
+
+@pytest.mark.parametrize("socket_type", ["PUB", "XPUB"])
+@pytest.mark.parametrize(
+    ("payload", "kept"),
+    [
+        (b"\x00\x00" + b"t" * 5000, [b"\x00" + b"t" * 1000]),
+        (b"\x02\x06CANCEL" + b"t" * 5000, Cancel(b"t" * 1000)),
+    ],
+    ids=["message", "command"],
+)
+@pytest.mark.parametrize("pieces", [1, 3])
+@pytest.mark.parametrize("chunk", [5, 1000, 4096])
+def test_a_long_cancel_is_dropped_before_it_is_kept(
+    socket_type: str, payload: bytes, kept: object, pieces: int, chunk: int
+) -> None:
+    server, ws = open_server(socket_type, b"SUB", max_subscription=1000)
+    head = payload[: len(payload) - 5000]
+    wire = (
+        frames_of(ws, payload, pieces=pieces)
+        + ws.send(BytesMessage(data=head + b"t" * 1000))  # at the bound: kept
+        + ws.send(BytesMessage(data=b"\x00\x01after"))
+    )
+    commands = server.commands_parsed
+    got: list[object] = []
+    held = 0
+    for i in range(0, len(wire), chunk):
+        got += server.receive_data(wire[i : i + chunk])
+        held = max(held, sum(len(p) for p in server._partial))
+    # dropped unreported: it could cancel nothing held
+    assert got == [kept, [b"\x01after"]]
+    assert server.commands_parsed - commands == (not isinstance(kept, list))
+    assert held <= len(head) + 1000
+
+
+def test_a_huge_cancel_is_never_kept() -> None:
+    """100 MiB declared, fed in 64 KiB pieces: nothing is held, nothing reported, and
+    the next subscription and cancel come as usual."""
+    server, ws = open_server("PUB", b"SUB", max_subscription=4 * 1024 * 1024)
+    topic = 100 * 1024 * 1024
+    head = b"\x00\x00"
+    # one binary WebSocket frame, masked with a zero key: its payload goes as it is
+    header = b"\x82\xff" + (len(head) + topic).to_bytes(8, "big") + bytes(4) + head
+    piece = b"t" * 65536
+    tracemalloc.start()
+    try:
+        assert server.receive_data(header + piece) == []
+        base = tracemalloc.get_traced_memory()[0]
+        sent = len(piece)
+        while sent + len(piece) < topic:
+            assert server.receive_data(piece) == []
+            assert not server._partial and not server.in_message
+            sent += len(piece)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held - base < 16 * 1024, held - base
+    assert peak - base < 512 * 1024, peak - base
+    rest = (
+        b"t" * (topic - sent)
+        + ws.send(BytesMessage(data=b"\x00\x01news"))
+        + ws.send(BytesMessage(data=b"\x00\x00news"))
+    )
+    assert server.receive_data(rest) == [[b"\x01news"], [b"\x00news"]]
 
 
 def test_other_types_over_ws_ignore_the_bound() -> None:

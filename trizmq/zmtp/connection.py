@@ -36,10 +36,14 @@ Strategy for the decoder:
   and the first bytes of its body tell it, if the frame is not whole in hand: the
   rest of its body is counted off as it arrives, none of it kept, and its end
   reported as one :class:`~trizmq.zmtp.events.SubscriptionRefused` (a frame whole in
-  hand costs nothing more to keep: the publisher refuses it). Other socket types
-  have the grammar's cap for a bound, so the check costs them one comparison on a
-  frame that spans reads. Encrypted frames (CURVE) are opened whole first: only
-  ``maxmsgsize`` bounds them.
+  hand costs nothing more to keep: the publisher refuses it). A cancel of such a
+  topic (a CANCEL command, or a one-frame message starting with ``\\x00``) is
+  dropped the same way, unreported: no topic that long is held, so it could end no
+  subscription, and reading it whole would only let a peer fill memory (but see
+  ``docs/pubsub.md`` on a bound raised after the connection was made). Other
+  socket types have the grammar's cap for a bound, so the check costs them one
+  comparison on a frame that spans reads. Encrypted frames (CURVE) are opened
+  whole first: only ``maxmsgsize`` bounds them.
 * All complete frames in hand are parsed in one tight loop over an immutable
   ``bytes`` (slicing it yields each frame directly); when the buffer is empty and
   the input is ``bytes``, the input itself is parsed without a copy.
@@ -60,6 +64,7 @@ from typing import TypeAlias
 
 from .._errors import StateError
 from .commands import (
+    CANCEL,
     ERROR,
     SUBSCRIBE,
     split_command,
@@ -98,9 +103,15 @@ Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
 
-#: how a subscription's body starts: a SUBSCRIBE command's, a ``\x01topic`` message's
-_SUBSCRIBE_COMMAND = bytes((len(SUBSCRIBE),)) + SUBSCRIBE
-_SUBSCRIBE_MESSAGE = b"\x01"
+#: how the body of a subscription or of a cancel starts, by whether its frame is a
+#: command: a CANCEL or SUBSCRIBE command's, a ``\x00topic`` or ``\x01topic``
+#: message's; shortest first, and the first byte tells them apart
+_TOPIC_HEADS = {
+    COMMAND: (bytes((len(CANCEL),)) + CANCEL, bytes((len(SUBSCRIBE),)) + SUBSCRIBE),
+    0: (b"\x00", b"\x01"),
+}
+#: the heads of subscriptions: a refused one is reported, a dropped cancel is not
+_SUBSCRIBE_HEADS = frozenset({_TOPIC_HEADS[COMMAND][1], _TOPIC_HEADS[0][1]})
 
 
 def _collect(pieces: list[bytes | bytearray], piece: bytes) -> None:
@@ -159,8 +170,9 @@ class Connection(Handshaking):
 
     ``maxmsgsize`` and ``max_frames`` bound each incoming message (-1: no bound);
     ``max_subscription`` (-1: no bound) is the longest topic a peer of a PUB or XPUB
-    may subscribe to before its subscription is refused at its header (see the
-    module docstring); other types ignore it.
+    may subscribe to before its subscription is refused at its header, or cancel
+    before its cancel is dropped there (see the module docstring); other types
+    ignore it.
     """
 
     def __init__(
@@ -226,11 +238,12 @@ class Connection(Handshaking):
         self._big_skip = 0
         self._big_flags = 0
         self._big_missing = 0
-        # or, with ``_discarding``, a subscription over the bound is being refused:
-        # ``_big`` is an empty list then (nothing is kept), ``_big_missing`` counts
-        # down its body and ``_refused_size`` is its topic's length
+        # or, with ``_discarding``, a subscription or a cancel over the bound is being
+        # dropped: ``_big`` is an empty list then (nothing is kept), ``_big_missing``
+        # counts down its body and ``_refusal`` reports a subscription at its end
+        # (None for a cancel, which goes unreported)
         self._discarding = False
-        self._refused_size = 0
+        self._refusal: SubscriptionRefused | None = None
         self._commands: dict[bytes, Callable[[bytes], Event]] = {}
         #: commands parsed in traffic so far: a caller that sees it unchanged across
         #: a :meth:`receive_data` call knows the call returned messages only
@@ -361,30 +374,32 @@ class Connection(Handshaking):
         self._parse_keeping_rest(src, missing, events)
         return events
 
-    def _subscription_head(self, size: int, flags: int, frames: list[bytes]) -> bytes | None:
-        """How the body of a frame of ``size`` bytes with ``flags`` starts if it is a
-        subscription whose topic is over the bound; None when it cannot be one (a
-        frame of a multipart message, or too short)."""
-        if flags & COMMAND:
-            head = _SUBSCRIBE_COMMAND
-        elif flags & MORE or frames:
+    def _topic_head(self, size: int, flags: int, frames: list[bytes], first: bytes) -> bytes | None:
+        """How the body of a frame of ``size`` bytes with ``flags`` starts if it may be a
+        subscription or a cancel whose topic is over the bound: the head its ``first``
+        byte names or, while that byte has not come, the shortest one it could be.
+        None when it cannot be one (a frame of a multipart message, another command or
+        message, or too short)."""
+        if not flags & COMMAND and (flags & MORE or frames):
             return None  # a multipart message's frame is a message, not a subscription
-        else:
-            head = _SUBSCRIBE_MESSAGE
-        return head if size - len(head) > self._max_subscription else None
+        for head in _TOPIC_HEADS[flags & COMMAND]:
+            if size - len(head) > self._max_subscription and (not first or head[0] == first[0]):
+                return head
+        return None
 
-    def _start_discard(self, size: int, missing: int) -> None:
-        """Refuse a subscription with a ``size``-byte topic whose body has ``missing``
-        bytes still to come: they are counted off as they arrive, never kept."""
+    def _start_discard(self, head: bytes, size: int, missing: int) -> None:
+        """Drop a subscription or a cancel (its body starts with ``head``) of a
+        ``size``-byte topic whose body has ``missing`` bytes still to come: they are
+        counted off as they arrive, never kept."""
         self._big = []
         self._discarding = True
         self._big_missing = missing
-        self._refused_size = size
+        self._refusal = SubscriptionRefused(size) if head in _SUBSCRIBE_HEADS else None
         self._need = 0  # nothing is buffered
 
     def _receive_discarded(self, data: Buffer) -> list[Received]:
-        """Count ``data`` off the body of the subscription being refused; once it is
-        over, report it and parse what follows."""
+        """Count ``data`` off the body of the subscription or cancel being dropped; once
+        it is over, report a subscription's refusal and parse what follows."""
         missing = self._big_missing
         if len(data) < missing:
             self._big_missing = missing - len(data)
@@ -392,9 +407,12 @@ class Connection(Handshaking):
         self._big = None
         self._discarding = False
         self._big_missing = 0
-        # not a message: the caller must look at this call's events
-        self.commands_parsed += 1
-        events: list[Received] = [SubscriptionRefused(self._refused_size)]
+        events: list[Received] = []
+        if self._refusal is not None:
+            # not a message: the caller must look at this call's events
+            self.commands_parsed += 1
+            events.append(self._refusal)
+            self._refusal = None
         if type(data) is bytes:
             self._parse_keeping_rest(data, missing, events)
         else:
@@ -565,9 +583,9 @@ class Connection(Handshaking):
                     raise self._overlong(used, len(frames))
             if end > n:
                 if size > self._subscription_frame:
-                    # only on a PUB or XPUB: a subscription over the bound is refused
-                    # before its body is kept
-                    head = self._subscription_head(size, flags, frames)
+                    # only on a PUB or XPUB: a subscription or a cancel over the bound
+                    # is dropped before its body is kept
+                    head = self._topic_head(size, flags, frames, src[start : start + 1])
                     if head is not None:
                         if n - start < len(head):  # too little of the body to tell
                             if not flags & COMMAND:
@@ -575,7 +593,7 @@ class Connection(Handshaking):
                             self._need = start - pos + len(head)
                             break
                         if src.startswith(head, start):
-                            self._start_discard(size - len(head), end - n)
+                            self._start_discard(head, size - len(head), end - n)
                             if not flags & COMMAND:
                                 used = 0  # it was a whole message
                             pos = n

@@ -36,6 +36,8 @@ message (``\\x01topic``, or a SUBSCRIBE command) whose topic is over
 WebSocket frame's declared length, or what arrived) tell it: the rest is counted
 off, not kept, and its end reported as one
 :class:`~trizmq.zmtp.events.SubscriptionRefused`, as the inner connection does on tcp.
+A cancel of such a topic (``\\x00topic``, or a CANCEL command) is dropped the same
+way, unreported: it could cancel nothing held.
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ MAX_HTTP_HEAD = 16 * 1024
 _MORE_FLAG = 0x01
 _COMMAND_FLAG = 0x02
 _ZWS_FLAGS = {0: b"\x00", MORE: b"\x01", COMMAND: b"\x02", COMMAND | MORE: b"\x03"}
-#: a binary message's first byte -> how it starts if it is a subscription: a last
-#: frame ``\x01topic``, or a SUBSCRIBE command
-_SUBSCRIPTION_HEADS = {0: b"\x00\x01", _COMMAND_FLAG: b"\x02\x09SUBSCRIBE"}
-_LONGEST_HEAD = max(map(len, _SUBSCRIPTION_HEADS.values()))
+#: how a binary message starts if it is a subscription (a last frame ``\x01topic``, a
+#: SUBSCRIBE command) or a cancel (a last frame ``\x00topic``, a CANCEL command)
+_TOPIC_HEADS = (b"\x00\x01", b"\x02\x09SUBSCRIBE", b"\x00\x00", b"\x02\x06CANCEL")
+#: the heads of subscriptions: a refused one is reported, a dropped cancel is not
+_SUBSCRIBE_HEADS = frozenset(_TOPIC_HEADS[:2])
+_LONGEST_HEAD = max(map(len, _TOPIC_HEADS))
 # normal endings of a WebSocket: going away, closed, closed with no status
 _NORMAL_CLOSE = frozenset({1000, 1001, 1005})
 
@@ -166,10 +170,11 @@ class ZwsConnection:
         #: the last ZMTP frame was a message's with more to follow: the next one is not
         #: a subscription
         self._more = False
-        #: the length of the subscription head of the message arriving: 0 when it is no
-        #: subscription, None while too little of it came to tell
-        self._head: int | None = None
-        #: the rest of the message arriving is a refused subscription's: counted, not kept
+        #: the subscription or cancel head of the message arriving: b"" when it is
+        #: neither, None while too little of it came to tell
+        self._head: bytes | None = None
+        #: the rest of the message arriving is a dropped subscription's or cancel's:
+        #: counted, not kept
         self._discarding = False
         #: subscriptions refused here, reported among the events (see commands_parsed)
         self._refused = 0
@@ -416,43 +421,46 @@ class ZwsConnection:
 
     def _refuses(self, size: int) -> bool:
         """Whether the binary message arriving, ``size`` bytes so far, is a subscription
-        whose topic is over the bound (PUB and XPUB only): told by its first bytes and
-        its size, the rest of its WebSocket frame counted as declared."""
+        or a cancel whose topic is over the bound (PUB and XPUB only): told by its
+        first bytes and its size, the rest of its WebSocket frame counted as declared."""
         if self._head is None:
             if self._more or self._awaiting_identity or not self._inner.handshake_complete:
-                self._head = 0
+                self._head = b""
             else:
-                self._head = self._subscription_head()
+                self._head = self._topic_head()
                 if self._head is None:
                     return False
         if not self._head:
             return False
         known = size + self._declared_remaining()[1]
         assert self._max_subscription is not None
-        return known - self._head > self._max_subscription
+        return known - len(self._head) > self._max_subscription
 
-    def _subscription_head(self) -> int | None:
-        """The length of the subscription head the message arriving starts with; 0
-        when it is no subscription, None while too little of it came to tell."""
+    def _topic_head(self) -> bytes | None:
+        """The subscription or cancel head the message arriving starts with; b"" when
+        it is neither, None while too little of it came to tell."""
         start = b""
         for piece in self._partial:
             start += piece[: _LONGEST_HEAD - len(start)]
             if len(start) == _LONGEST_HEAD:
                 break
-        head = _SUBSCRIPTION_HEADS.get(start[0])
-        if head is None:
-            return 0
-        if len(start) < len(head):
-            return None
-        return len(head) if start.startswith(head) else 0
+        told = True
+        for head in _TOPIC_HEADS:
+            if start.startswith(head):
+                return head
+            if head.startswith(start):
+                told = False
+        return b"" if told else None
 
     def _refuse(self, size: int, zmtp: bytearray, events: list[Received]) -> None:
-        """The refused subscription's message, ``size`` bytes, is over: report it in its
-        place among the events."""
-        assert self._head is not None
-        self._flush_into(zmtp, events)
-        events.append(SubscriptionRefused(size - self._head))
-        self._refused += 1
+        """The dropped subscription's or cancel's message, ``size`` bytes, is over: a
+        subscription's refusal is reported in its place among the events."""
+        head = self._head
+        assert head is not None
+        if head in _SUBSCRIBE_HEADS:
+            self._flush_into(zmtp, events)
+            events.append(SubscriptionRefused(size - len(head)))
+            self._refused += 1
         self._discarding = False
         self._head = None
         self._partial_size = 0

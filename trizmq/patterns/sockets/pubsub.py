@@ -29,7 +29,9 @@ Rules:
   refuses it at its header, keeping none of it, and reports it
   (:class:`~trizmq.zmtp.events.SubscriptionRefused`), which is counted and logged
   as any refusal. The whole topic is never read, so that a peer cannot make the
-  publisher buffer a topic of any length only to refuse it.
+  publisher buffer a topic of any length only to refuse it. A cancel of such a
+  topic is dropped there too and never reaches the strategy: it could end no
+  subscription held, and a cancel of a topic not held changes nothing here.
 """
 
 from __future__ import annotations
