@@ -267,3 +267,29 @@ async def receive_watching(pull: trizmq.Pull) -> list[trizmq.MonitorEvent]:
         assert [await pull.recv() for _ in range(3)] == [b"msg 0", b"msg 1", b"msg 2"]
         nursery.cancel_scope.cancel()
     return seen
+
+
+@pytest.mark.parametrize("side", ["trizmq-binds", "node-binds"])
+async def test_trizmq_answers_the_websocket_pings_of_a_heartbeating_libzmq_peer(
+    side: str,
+) -> None:
+    """libzmq with ZMQ_HEARTBEAT_IVL sends WebSocket PINGs over ws:// and drops a peer
+    that leaves them unanswered for ZMQ_HEARTBEAT_TIMEOUT: trizmq (no heartbeats of its
+    own) answers each with a PONG, so the quiet connection lives through three
+    messages 300 ms apart with a 200 ms timeout."""
+    heartbeat = ("--heartbeat", "50,200")
+    with trio.fail_after(15):
+        if side == "trizmq-binds":
+            async with trizmq.Pull(bind="ws://127.0.0.1:0") as pull:
+                endpoint = pull.statistics()["bound"][0]
+                args = ("--type", "push", "--connect", endpoint, "--send", "3")
+                async with node_peer(*args, "--interval", "300", *heartbeat):
+                    seen = await receive_watching(pull)
+        else:
+            endpoint = node_endpoint()
+            args = ("--type", "push", "--bind", endpoint, "--send", "3", "--interval", "300")
+            async with node_peer(*args, *heartbeat) as peer:
+                await peer.ready()
+                async with trizmq.Pull(connect=endpoint) as pull:
+                    seen = await receive_watching(pull)
+    assert not [e for e in seen if isinstance(e, trizmq.Disconnected)], seen

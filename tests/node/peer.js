@@ -9,6 +9,7 @@
 //        [--recv N] [--echo N] [--timeout MS] [--settle MS] [--after MS] [--stay]
 //        [--subscribe PREFIX]* [--plain-server | --plain-user U --plain-password P]
 //        [--curve-secret Z85 --curve-public Z85 [--curve-server-key Z85]] [--identity ID]
+//        [--heartbeat IVL_MS,TIMEOUT_MS]
 //
 // TYPE: radio dish client server scatter gather (draft), pub sub push pull pair
 //       dealer router req rep.
@@ -31,6 +32,8 @@
 //   --plain-user/--plain-password make it a PLAIN client. --curve-secret/--curve-public
 //   (Z85) make it a CURVE server, or with --curve-server-key a CURVE client.
 //   --identity: its routing id.
+// --heartbeat IVL_MS,TIMEOUT_MS: libzmq's ZMQ_HEARTBEAT_IVL and ZMQ_HEARTBEAT_TIMEOUT
+//   (over ws://, WebSocket PINGs that the peer must answer with PONGs).
 // Endpoints may be tcp://, ipc:// or ws:// (libzmq's draft WebSocket transport).
 // Exit codes: 0 done, 2 bad arguments, 3 timeout, 1 any other error.
 "use strict"
@@ -150,6 +153,11 @@ async function main() {
     else options.curveServer = true
   }
   if (args.identity !== undefined) options.routingId = args.identity
+  if (args.heartbeat !== undefined) {
+    const [ivl, timeout] = args.heartbeat.split(",").map(Number)
+    options.heartbeatInterval = ivl
+    options.heartbeatTimeout = timeout
+  }
   const sock = new TYPES[type](options)
   if (type === "sub") {
     if (args.subscribe.length) for (const prefix of args.subscribe) sock.subscribe(prefix)

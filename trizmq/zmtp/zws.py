@@ -178,6 +178,8 @@ class ZwsConnection:
         self._discarding = False
         #: subscriptions refused here, reported among the events (see commands_parsed)
         self._refused = 0
+        #: WebSocket PINGs received, reported among the events as ZMTP PINGs are
+        self._pings = 0
         self._outbox = bytearray()
         #: a normal close the peer sent after messages still to be handed on
         self._peer_closed: str | None = None
@@ -227,7 +229,10 @@ class ZwsConnection:
 
     @property
     def commands_parsed(self) -> int:
-        return self._inner.commands_parsed + self._refused
+        """Events other than messages made so far (a caller that sees the count
+        unchanged across :meth:`receive_data` knows it returned messages only): the
+        inner connection's commands, refused subscriptions and WebSocket PINGs."""
+        return self._inner.commands_parsed + self._refused + self._pings
 
     @property
     def bare_messages(self) -> bool:
@@ -308,6 +313,7 @@ class ZwsConnection:
                     # answered through the runtime, as a ZMTP PING would be
                     self._flush_into(zmtp, events)
                     events.append(Ping(0.0, bytes(event.payload)))  # type: ignore[attr-defined]
+                    self._pings += 1
                 elif cls is WsPong:
                     pass  # the bytes read were the answer the heartbeat waits for
                 elif cls is Request:
