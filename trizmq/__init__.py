@@ -28,6 +28,7 @@ from ._monitor import (
     Listening,
     Monitor,
     MonitorEvent,
+    Stats,
 )
 from ._proxy import proxy, proxy_steerable
 from ._security import (
@@ -61,6 +62,7 @@ from ._sockets import (
     XPub,
     XSub,
 )
+from ._stats import PeerStats, SocketStats
 from ._zap import Authenticator
 from .zmtp import ProtocolError, z85_decode, z85_encode
 
@@ -94,6 +96,9 @@ __all__ = [
     "Listening",
     "Monitor",
     "MonitorEvent",
+    "Stats",
+    "PeerStats",
+    "SocketStats",
     "Dealer",
     "Rep",
     "Req",

@@ -21,6 +21,7 @@ from . import _open_sockets
 from ._endpoint import Endpoint, parse_endpoint
 from ._monitor import Monitor, MonitorEvent
 from ._options import Options, changed_options, validate_options
+from ._stats import SocketStats
 from .nursery import fastpath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
@@ -395,9 +396,29 @@ class SocketLife:
         """
         if self._closing:
             raise trio.ClosedResourceError(f"{type(self).__name__} is closed")
-        monitor = Monitor(capacity, self._monitors.remove)
+        monitor = Monitor(capacity, self._monitors.remove, self.stats)
         self._monitors.append(monitor)
         return monitor
+
+    def stats(self) -> SocketStats:
+        """The socket's counters now, as a typed snapshot (see docs/observability.md).
+
+        Messages and bytes sent and received, drops by reason, what was filtered,
+        queue depths and their peaks, connection events, heartbeat round trips and
+        subscriptions, for the socket and for each current peer: counters that are
+        always on, each kept by the actor or strategy where its event happens. The
+        snapshot is frozen, a copy taken at the call: keep it, compare it, hand it to
+        an exporter (``trizmq.metrics``). Call it from the socket's own ``trio.run``
+        (an exporter in another thread goes through the run's token). A socket not
+        entered yet has every figure 0; a closed one keeps its last figures.
+
+        Returns:
+            A :class:`trizmq.SocketStats`.
+        """
+        runtime = self._runtime
+        if runtime is None:
+            return SocketStats(socket_type=self.socket_type)
+        return runtime.stats()
 
     def _emit(self, event: MonitorEvent) -> None:
         for monitor in self._monitors:

@@ -17,6 +17,8 @@ event                  when
 ``HandshakeFailed``    the handshake was refused or timed out (``reason``)
 ``Disconnected``       a handshaken connection ended
 ``Closed``             a listener closed (unbind or socket close)
+``Stats``              on request (:meth:`Monitor.request_stats`): the socket's
+                       counters (libzmq's ``ZMQ_EVENT_PIPES_STATS``)
 =====================  ==================================================
 
 Rules: a monitor sees the events after its creation; it holds at most
@@ -35,6 +37,8 @@ from types import TracebackType
 import attrs
 import trio
 
+from ._stats import SocketStats
+
 __all__ = [
     "Accepted",
     "BindFailed",
@@ -48,6 +52,7 @@ __all__ = [
     "Listening",
     "Monitor",
     "MonitorEvent",
+    "Stats",
 ]
 
 
@@ -198,6 +203,23 @@ class Closed(MonitorEvent):
     """
 
 
+@attrs.frozen
+class Stats(MonitorEvent):
+    """The socket's counters, queued on request by :meth:`Monitor.request_stats`.
+
+    What libzmq's ``ZMQ_EVENT_PIPES_STATS`` reports (queue depths, on request), and
+    the rest of ``sock.stats()``: it is the same snapshot, taken as the request was
+    made, in order with the other events.
+
+    Args:
+        endpoint: ``""``: the figures are the whole socket's (each peer's endpoint is
+            in ``stats.peers``).
+        stats: The snapshot, a :class:`trizmq.SocketStats`.
+    """
+
+    stats: SocketStats
+
+
 class Monitor:
     """An async iterator over one socket's events, in order, bounded.
 
@@ -211,12 +233,19 @@ class Monitor:
     Args:
         capacity: The most unread events held; at least 1.
         detach: Called with the monitor when it is closed (the socket forgets it).
+        snapshot: Takes the socket's counters (``sock.stats``), for
+            :meth:`request_stats`.
 
     Raises:
         ValueError: If ``capacity`` is below 1.
     """
 
-    def __init__(self, capacity: int, detach: Callable[[Monitor], None]) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        detach: Callable[[Monitor], None],
+        snapshot: Callable[[], SocketStats] | None = None,
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, not {capacity!r}")
         self.capacity = capacity
@@ -226,6 +255,7 @@ class Monitor:
         self._lot = trio.lowlevel.ParkingLot()
         self._closed = False
         self._detach = detach
+        self._snapshot = snapshot
 
     def emit(self, event: MonitorEvent) -> None:
         """Queue ``event`` (the runtime calls this).
@@ -243,6 +273,18 @@ class Monitor:
             return
         self._events.append(event)
         self._lot.unpark_all()
+
+    def request_stats(self) -> None:
+        """Queue a :class:`Stats` event with the socket's counters as they are now.
+
+        The event goes to this monitor only, after the events already queued, under
+        the same ``capacity`` as any other (dropped, and counted in ``dropped``, when
+        the monitor is full). Does nothing once the monitor is closed. Call it from
+        the socket's own ``trio.run``.
+        """
+        if self._closed or self._snapshot is None:
+            return
+        self.emit(Stats("", self._snapshot()))
 
     def close(self) -> None:
         """Stop monitoring; iteration ends after the events already queued."""

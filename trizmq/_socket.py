@@ -798,7 +798,8 @@ class Socket(SocketLife):
             raise StopAsyncIteration from None
 
     def statistics(self) -> dict[str, Any]:
-        """Peers, endpoints and queue lengths, for diagnostics.
+        """Peers, endpoints and queue lengths, for diagnostics: the older, untyped dict
+        (:meth:`stats` is the typed snapshot of every counter).
 
         ``queued_out`` and ``queued_in`` count the messages waiting in this socket's
         peer queues (outgoing: not yet written; incoming: not yet read);

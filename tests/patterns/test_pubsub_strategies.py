@@ -34,6 +34,14 @@ class FakePipe:
         self.hwm = hwm
         #: set by the fair queue; called on the empty-to-non-empty transition, as Pipe does
         self.on_input: Any = None
+        #: the counters a strategy touches: refusals at the mark, messages passed, and
+        #: the messages it read and did not deliver, with their reasons
+        self.refused = 0
+        self.passed = 0
+        self.discards: list[tuple[str, Any]] = []
+
+    def discarded(self, reason: str, item: Any) -> None:
+        self.discards.append((reason, item))
 
     def _input(self, was_empty: bool) -> None:
         if was_empty and self.items and self.on_input is not None:

@@ -64,6 +64,7 @@ async def run_acceptor(
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
                 raise
+            runtime.counts.event("accepted")
             runtime.emit(monitor.Accepted(endpoint, address))
             runtime.nursery.start_soon(
                 _serve, runtime, transport, stream, endpoint, address, slot, bound

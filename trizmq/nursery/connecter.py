@@ -85,6 +85,7 @@ class Connecter:
         options = runtime.options
         backoff = Backoff(options.reconnect_ivl, options.reconnect_ivl_max, _JITTER.uniform)
         shown = str(endpoint)
+        first = True
         with trio.CancelScope() as scope:
             self.scope = scope
             task_status.started(scope)
@@ -96,6 +97,10 @@ class Connecter:
                     runtime.emit(monitor.ConnectDelayed(shown, str(exc)))
                     outcome = Outcome.LOST
                 else:
+                    runtime.counts.event("connected")
+                    if not first:
+                        runtime.counts.event("reconnects")
+                    first = False
                     runtime.emit(monitor.Connected(shown))
                     outcome = await self._run_connection(stream)
                 wait = backoff.next_wait(outcome)

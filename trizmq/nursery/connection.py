@@ -14,6 +14,12 @@ Rules:
   makes a connecter back off.
 * A peer the socket refuses after the handshake (a PAIR that is taken) is told why
   with an ERROR, so that it backs off instead of reconnecting at once.
+
+Counting: the actor counts what its reader (and a read-through) hands to the peer's
+incoming pipe, once per read: the messages, and the payload bytes its codec counted
+(``Codec.received_bytes``). It notes why the connection ended (:attr:`cause`) and
+reports that, or why its handshake failed, to the socket's counts; a PING's round
+trip is timed from the write of the oldest unanswered PING to the next PONG.
 """
 
 from __future__ import annotations
@@ -94,6 +100,12 @@ class ConnectionActor:
         self.peer_ttl = 0.0
         #: the codec's count of commands parsed, when :meth:`deliver_parsed` last looked
         self._commands_seen = 0
+        #: the codec's count of payload bytes received, as last handed on
+        self._octets_seen = 0
+        #: when the oldest PING not answered yet was written (infinity: none is)
+        self._ping_at = math.inf
+        #: why the connection ended, once something ended it (see _stats.DISCONNECT_CAUSES)
+        self.cause: str | None = None
         self.input: Input = StreamInput(stream)
         self.output: Output = StreamOutput(stream, peer.out_pipe)
         self._scope: trio.CancelScope | None = None
@@ -105,6 +117,41 @@ class ConnectionActor:
         return f"{peer.endpoint} {peer.remote_address}".rstrip()
 
     # -- what the reader, the writer and read-through share -----------------------------
+    def ended(self, cause: str) -> None:
+        """Note why the connection ends (the first reason given is the one counted)."""
+        if self.cause is None:
+            self.cause = cause
+
+    def pinged(self) -> None:
+        """The writer wrote a PING: the heartbeat's timeout and the round trip start."""
+        now = trio.current_time()
+        if self.ping_written == math.inf:
+            self.ping_written = now  # for the heartbeat task
+        if self._ping_at == math.inf:
+            self._ping_at = now
+        self.peer.pings += 1
+
+    def ponged(self) -> None:
+        """A PONG arrived: the round trip of the oldest unanswered PING."""
+        if self._ping_at == math.inf:
+            return  # an answer to a PING whose round trip is measured already
+        rtt = trio.current_time() - self._ping_at
+        self._ping_at = math.inf
+        peer = self.peer
+        peer.rtt = rtt
+        mean = peer.rtt_mean
+        # weight 1/8 per new sample, as TCP's smoothed round-trip time
+        peer.rtt_mean = rtt if mean is None else mean + (rtt - mean) / 8
+
+    def _counted(self, pipe: Pipe, messages: int) -> None:
+        """``messages`` (and the codec's payload bytes since last time) entered ``pipe``."""
+        pipe.passed += messages
+        received = self.codec.received_bytes
+        pipe.octets += received - self._octets_seen
+        self._octets_seen = received
+        if len(pipe) > pipe.peak:
+            pipe.peak = len(pipe)
+
     def heard(self) -> None:
         """The peer sent something: it answered (stops the heartbeat timeout), and a
         PING's TTL no longer applies."""
@@ -119,7 +166,9 @@ class ConnectionActor:
         seen = self.codec.commands_parsed
         if seen == self._commands_seen:
             if events:
-                self.peer.in_pipe.extend(events)
+                pipe = self.peer.in_pipe
+                pipe.extend(events)
+                self._counted(pipe, len(events))
             return
         self._commands_seen = seen
         self.deliver(events)
@@ -133,13 +182,16 @@ class ConnectionActor:
         if len(events) == 1 and events[0].__class__ in MESSAGE_CLASSES:
             # one message, the usual case of a request or a reply
             pipe.put(events[0])
+            self._counted(pipe, 1)
             return
         wants_commands = self.runtime.strategy.wants_commands
         batch: list[object] = []
+        messages = 0
         for event in events:
             cls = event.__class__
             if cls in MESSAGE_CLASSES:
                 batch.append(event)
+                messages += 1
             elif cls in _PEER_COMMANDS:
                 if wants_commands:
                     batch.append(event)
@@ -147,21 +199,26 @@ class ConnectionActor:
                 peer.out_pipe.put(Pong(event.context))
                 if event.ttl:
                     self.peer_ttl = event.ttl
+            elif event.__class__ is Pong:
+                self.ponged()
             elif event.__class__ is PeerError:
-                raise ProtocolError(f"peer sent ERROR: {event.reason}")
-            # PONG and unknown commands carry nothing for the socket
+                raise ProtocolError(f"peer sent ERROR: {event.reason}", cause="peer_error")
+            # unknown commands carry nothing for the socket
         if self.peer_ttl and events[-1].__class__ is not Ping:
             self.peer_ttl = 0.0  # traffic after the PING: its TTL no longer applies
         if batch:
             pipe.extend(batch)
+        self._counted(pipe, messages)
 
     def refuse(self, exc: ProtocolError) -> None:
         """The peer broke the protocol: drop it (a connecter backs off)."""
         log.warning("%s: dropping connection: %s", self.where, exc)
         self.outcome = Outcome.REFUSED
+        self.ended(exc.cause)
 
     def log_closed(self) -> None:
         """The peer closed the connection."""
+        self.ended("peer_closed")
         if self.codec.in_message:
             log.warning(
                 "%s: peer closed the connection mid-message; its unfinished message is dropped",
@@ -172,6 +229,7 @@ class ConnectionActor:
 
     def log_lost(self, exc: BaseException) -> None:
         """The connection broke."""
+        self.ended("peer_closed")
         if self.codec.in_message:
             log.warning(
                 "%s: connection lost mid-message (%s); its unfinished message is dropped",
@@ -231,6 +289,10 @@ class ConnectionActor:
         finally:
             self._scope = None
             self.input.stop()
+            if codec.in_message:
+                peer.in_pipe.note("disconnect")  # the unfinished message is lost
+            if not runtime.closing:
+                runtime.counts.disconnected(self.cause or "local")
             runtime.emit(monitor.Disconnected(peer.endpoint, peer.remote_address))
             if kept:
                 runtime.peers.lost(peer)
@@ -256,21 +318,27 @@ class ConnectionActor:
         except _HandshakeCut as exc:
             log.log(exc.level, "%s: %s", self.where, exc)
             reason = str(exc)
+            cause = exc.cause
             self.outcome = Outcome.LOST
         except ProtocolError as exc:
             log.warning("%s: handshake refused: %s", self.where, exc)
             reason = str(exc)
+            cause = exc.cause
             self.outcome = Outcome.REFUSED
         except trio.TooSlowError:
             log.warning(
                 "%s: handshake timed out after %ss", self.where, runtime.options.handshake_ivl
             )
             reason = "handshake timed out"
+            cause = "timeout"
             self.outcome = Outcome.LOST
         except (_ConnectionLost, *STREAM_ERRORS) as exc:
             log.debug("%s: lost during handshake: %s", self.where, exc)
             reason = str(exc)
+            cause = "peer_closed"
             self.outcome = Outcome.LOST
+        if not runtime.closing:
+            runtime.counts.handshake_failed(cause)
         runtime.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
         return None
 
@@ -278,6 +346,7 @@ class ConnectionActor:
         """Refuse the handshaken peer, telling it why."""
         peer = self.peer
         log.warning("%s: refused: %s", self.where, reason)
+        self.runtime.counts.handshake_failed("refused")
         self.runtime.emit(monitor.HandshakeFailed(peer.endpoint, peer.remote_address, reason))
         with contextlib.suppress(*STREAM_ERRORS):
             await self.stream.send_all(self.codec.encode_error(reason))

@@ -463,12 +463,16 @@ class RawOutput:
         short = _short_headers(encode_into)
         buf = bytearray()
         ends: list[int] = []
+        # each message's payload bytes, for the counts of what goes out
+        sizes: list[int] = []
         batch: Iterable[object] = items
         seal_run = run_sealer(self.actor.codec.mechanism, encode_into)
         if seal_run is not None:
             # a run of short one-frame messages boxed in the mechanism's loop (CURVE),
             # as the writer does
             used = seal_run(buf, items, 0, WRITE_BATCH, ends)
+            if used:
+                sizes = [len(item[0]) for item in islice(items, used)]  # type: ignore[index]
             if len(buf) >= WRITE_BATCH:
                 batch = ()
             elif used:
@@ -482,8 +486,10 @@ class RawOutput:
                     # the commonest: encode_plain_into's work, inline (as the writer)
                     buf += short[size]
                     buf += last
+                    sizes.append(size)
                 elif size < BIG_FRAME:
                     encode_into(buf, item)  # type: ignore[arg-type]
+                    sizes.append(sum(map(len, item)))  # type: ignore[call-overload]
                 else:
                     break
             elif cls is Fanout:
@@ -496,12 +502,13 @@ class RawOutput:
                     item.wire = bytes(buf[start:])  # type: ignore[attr-defined]
                 else:
                     buf += wire
+                sizes.append(item.size)  # type: ignore[attr-defined]
             else:
                 break
             ends.append(len(buf))
             if len(buf) >= WRITE_BATCH:
                 break
-        return bool(ends) and self._send_owed(items, ends, buf)
+        return bool(ends) and self._send_owed(items, ends, buf, sizes)
 
     def corkable(self) -> bool:
         """Does the queue begin with a published batch whose encoding this connection
@@ -532,8 +539,13 @@ class RawOutput:
             sent = self.raw.sendmsg(wires)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
+        pipe = self._pipe
+        if len(items) > pipe.peak:
+            pipe.peak = len(items)
         if sent == total and count == len(items):
             items.clear()
+            pipe.passed += count
+            pipe.octets += sum([run.payload for run in runs])
             return True
         ends: list[int] = []
         base = 0
@@ -546,21 +558,37 @@ class RawOutput:
         # a message cut short lies in one run's wire: its rest is sliced from there,
         # not from a copy of every wire (with many subscribers left behind at once,
         # those copies were most of what a publisher allocated)
-        _split_sent(items, ends, cut, sent, cut_at)
+        left = _split_sent(items, ends, cut, sent, cut_at)
+        pipe.passed += left
+        for run in runs:
+            if left < run.count:
+                pipe.octets += run.payload_of(left)
+                break
+            pipe.octets += run.payload
+            left -= run.count
         return not items
 
-    def _send_owed(self, items: deque[object], ends: list[int], buf: Buffer) -> bool:
-        """Write ``buf``, the first ``len(ends)`` queued items encoded, with one call;
-        what went out leaves the queue (see :func:`_split_sent`). True when the
-        queue is empty then."""
+    def _send_owed(
+        self, items: deque[object], ends: list[int], buf: Buffer, sizes: list[int]
+    ) -> bool:
+        """Write ``buf``, the first ``len(ends)`` queued items encoded (their payload
+        bytes in ``sizes``), with one call; what went out leaves the queue (see
+        :func:`_split_sent`) and is counted. True when the queue is empty then."""
         try:
             sent = self.raw.send(buf)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
+        pipe = self._pipe
+        if len(items) > pipe.peak:
+            pipe.peak = len(items)
         if sent == len(buf) and len(ends) == len(items):
             items.clear()
+            pipe.passed += len(ends)
+            pipe.octets += sum(sizes)
             return True
-        _split_sent(items, ends, buf, sent)
+        left = _split_sent(items, ends, buf, sent)
+        pipe.passed += left
+        pipe.octets += sum(sizes[:left])
         return not items
 
     @enable_ki_protection
@@ -593,6 +621,12 @@ class RawOutput:
             return False
         if fanout is not None and fanout.wire is None and self._share:
             fanout.wire = bytes(buf)
+        # it left the queue (whole, or begun): counted as the writer counts
+        pipe = self._pipe
+        pipe.passed += 1
+        pipe.octets += fanout.size if fanout is not None else sum(map(len, frames))
+        if len(items) > pipe.peak:
+            pipe.peak = len(items)
         if sent < len(buf):
             # the rest belongs to this connection only: never resent on another
             items[0] = bytes(buf[sent:])
@@ -655,10 +689,12 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
         if framed is not None:
             wire, count = framed
             run.encoded_alike(SHORT_HEADER, count)
+            run.payload = len(wire) - SHORT_HEADER * count
             run.wire = wire
             return wire
     buf = bytearray()
     ends = run.ends
+    octets = 0
     for frames in msgs:
         last = frames[-1]
         size = len(last)
@@ -667,12 +703,15 @@ def encode_run(run: FanoutRun, encode_into: Callable[[bytearray, Sequence[Buffer
             # holds at most a chunk of ``send_many`` (256), so at most 64 KiB of these
             buf += short[size]
             buf += last
+            octets += size
         elif size >= BIG_FRAME or len(buf) >= RUN_BYTES:
             break  # not copied for one write: the writers take the rest
         else:
             encode_into(buf, frames)
+            octets += sum(map(len, frames))
         ends.append(len(buf))
     run.count = len(ends)
+    run.payload = octets
     wire = run.wire = bytes(buf)
     return wire
 
@@ -731,16 +770,19 @@ def run_sealer(mechanism: Mechanism, encode_into: object) -> Callable[..., int] 
 
 def _split_sent(
     items: deque[object], ends: list[int], buf: Buffer, sent: int, buf_at: int = 0
-) -> None:
+) -> int:
     """Remove from ``items`` the first ``len(ends)`` items, encoded into bytes of which
     ``buf`` holds those from ``buf_at`` on (item ``i`` ending at ``ends[i]``), as far
     as ``sent`` bytes of them went out: a message only partly written stays at the
-    head as the bytes still owed for it, which ``buf`` must hold."""
+    head as the bytes still owed for it, which ``buf`` must hold. Returns how many
+    messages left the queue as messages (written whole, or begun)."""
     whole = bisect_right(ends, sent)
     for _ in range(whole):
         items.popleft()
     if whole < len(ends) and sent > (ends[whole - 1] if whole else 0):
         items[0] = bytes(buf[sent - buf_at : ends[whole] - buf_at])
+        return whole + 1
+    return whole
 
 
 def encode_big(parts: list[Buffer], buf: bytearray, frames: Sequence[bytes]) -> None:

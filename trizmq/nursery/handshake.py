@@ -168,18 +168,20 @@ async def handshake(
                 reply = await zap.ask(codec.pending_zap, peer)
                 try:
                     events += codec.zap_reply(reply)
-                except ProtocolError:
+                except ProtocolError as exc:
                     # the refusal's ERROR is queued: let the client read why
                     await _send_quietly(stream, codec.data_to_send())
+                    if reply.status_code != "200":
+                        exc.cause = f"zap_{reply.status_code}"
                     raise
             if codec.handshake_complete and not await zap.null_admits(peer):
                 await _send_quietly(stream, codec.data_to_send() + codec.encode_error("400"))
-                raise ProtocolError("ZAP refused the client (400)")
+                raise ProtocolError("ZAP refused the client (400)", cause="zap_400")
             out = codec.data_to_send()
             if out:
                 await stream.send_all(out)
             for event in events:
                 if event.__class__ is PeerError:
-                    raise ProtocolError(f"peer sent ERROR: {event.reason}")
+                    raise ProtocolError(f"peer sent ERROR: {event.reason}", cause="peer_error")
             if codec.handshake_complete:
                 return [e for e in events if e.__class__ in _TRAFFIC]

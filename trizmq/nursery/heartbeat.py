@@ -71,6 +71,7 @@ async def run_heartbeat(actor: ConnectionActor) -> None:
                     trio.current_time() - actor.last_heard,
                     timeout,
                 )
+                actor.ended("heartbeat_timeout")
                 actor.close()
                 return
         if actor.last_heard >= pinged:

@@ -71,8 +71,11 @@ class Peer:
         "in_pipe",
         "out_pipe",
         "peer_type",
+        "pings",
         "remote_address",
         "routing_id",
+        "rtt",
+        "rtt_mean",
         "shared_queue",
         "state",
         "version",
@@ -114,6 +117,11 @@ class Peer:
         self.writing = False
         #: ends the live connection or link carrying the peer (kick, disconnect)
         self.closer: Callable[[], None] | None = None
+        #: heartbeat PINGs written to the peer, over all its connections
+        self.pings = 0
+        #: seconds from the last PING answered to its PONG, and their smoothed mean
+        self.rtt: float | None = None
+        self.rtt_mean: float | None = None
 
     @property
     def shares_wire(self) -> bool:
@@ -158,6 +166,9 @@ class PeerTable:
         self._peers: set[Peer] = set()
         #: closing waits here for queues to drain (see :meth:`all_flushed`)
         self.flush_lot = trio.lowlevel.ParkingLot()
+        #: told of every routed peer that leaves, once its queue is dropped (the
+        #: runtime counts its figures into the socket's)
+        self.retired: Callable[[Peer], None] = lambda peer: None
 
     def __len__(self) -> int:
         return len(self._peers)
@@ -236,6 +247,8 @@ class PeerTable:
         if was_attached:
             self.strategy.detach(peer)
         self._peers.discard(peer)
+        if was_attached:
+            self.retired(peer)
         self.wake_senders()
         self.wake_receivers()
         self.flush_lot.unpark_all()

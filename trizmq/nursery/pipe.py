@@ -24,6 +24,17 @@ Strategy:
 * An inproc connection shares the very same pipe objects between two sockets:
   one socket's outgoing pipe is the other's incoming pipe, so whole messages pass
   as objects with no encoding.
+
+Counting (``sock.stats()``, see ``trizmq.nursery.counting``): a pipe holds its
+peer direction's counters, but counts nothing on the hot paths itself. Whoever moves
+messages through it in batches counts them, once per batch: the connection's
+writer as it takes messages out of an outgoing pipe (:attr:`Pipe.exits` is True
+there: what was handed to the queue is what left it plus what waits), the reader
+as it hands a read's messages to an incoming pipe. An inproc link has neither, so
+its pipes (:class:`LinkPipe`) count each message as it enters. Rare events are
+counted where they happen: a message refused at the mark (:attr:`Pipe.refused`),
+one replaced under ``conflate``, dropped with a departed peer's queue, or read and
+not delivered (:meth:`Pipe.discarded`, in :attr:`Pipe.tally`).
 """
 
 from __future__ import annotations
@@ -31,15 +42,30 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from typing import cast
 
 import trio
 
 from ..patterns.sockets.base import Fanout, Queue
 from .waiters import Waiters
 
-__all__ = ["ConflatePipe", "Pipe", "pipes_for"]
+__all__ = ["ConflateLinkPipe", "ConflatePipe", "LinkPipe", "Pipe", "payload", "pipes_for"]
 
 _popleft = deque.popleft
+
+
+def payload(item: object) -> int:
+    """The payload bytes (frames' bodies) of a queued message: a list of frames, a
+    one-frame message's ``bytes`` or a publisher's :class:`Fanout`; 0 for anything
+    else (a command)."""
+    cls = item.__class__
+    if cls is list:
+        return sum(map(len, cast("list[bytes]", item)))
+    if cls is bytes:
+        return len(cast("bytes", item))
+    if cls is Fanout:
+        return cast("Fanout", item).size
+    return 0
 
 
 class Pipe:
@@ -50,13 +76,19 @@ class Pipe:
         "_readers",
         "_writers",
         "closed",
+        "exits",
         "hwm",
+        "octets",
         "on_input",
         "on_readable",
         "on_writable",
+        "passed",
+        "peak",
+        "refused",
+        "tally",
     )
 
-    def __init__(self, hwm: int) -> None:
+    def __init__(self, hwm: int, *, exits: bool = False) -> None:
         self._items: deque[object] = deque()
         #: the high-water mark in messages; 0 means unbounded
         self.hwm = hwm
@@ -67,6 +99,20 @@ class Pipe:
         self.on_writable: Callable[[], None] | None = None
         #: the fair queue's hook (``FairQueue.add`` sets it): this pipe has input now
         self.on_input: Callable[[], None] | None = None
+        #: True where :attr:`passed` counts messages as they leave (a stream's or udp's
+        #: outgoing queue, counted by its writer), False where it counts them as they
+        #: enter (an incoming queue, counted by its reader; an inproc link's pipe)
+        self.exits = exits
+        #: messages counted through the pipe (see :attr:`exits`), and their payload bytes
+        self.passed = 0
+        self.octets = 0
+        #: the most messages seen queued at once (where they are counted, and on removal)
+        self.peak = 0
+        #: messages refused at the mark by :meth:`offer`/:meth:`offer_many` (a drop
+        #: where the pattern drops, a wait elsewhere: the snapshot knows which)
+        self.refused = 0
+        #: counts of rare events, by name, made on the first (see :meth:`note`)
+        self.tally: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -113,6 +159,7 @@ class Pipe:
         if items:
             hwm = self.hwm
             if hwm and len(items) >= hwm:
+                self.refused += 1
                 return False
             items.append(item)
             return True
@@ -130,7 +177,9 @@ class Pipe:
             room = hwm - len(items)
             if room < len(batch):
                 if room <= 0:
+                    self.refused += len(batch)
                     return 0
+                self.refused += len(batch) - room
                 batch = batch[:room]
         items.extend(batch)
         if was_empty and items:
@@ -211,6 +260,8 @@ class Pipe:
         """Remove and return the oldest ``limit`` items (all of them, if fewer)."""
         items = self._items
         count = len(items)
+        if count > self.peak:
+            self.peak = count
         if count <= limit:
             batch = list(items)
             items.clear()
@@ -242,8 +293,55 @@ class Pipe:
         return batch
 
     def clear(self) -> None:
-        """Discard every item (a binding side forgets a departed peer's queue)."""
+        """Discard every item (a binding side forgets a departed peer's queue): the
+        messages among them are counted as dropped at a ``"disconnect"``."""
+        messages, octets = self.queued(bare=not self.exits)
+        if len(self._items) > self.peak:
+            self.peak = len(self._items)
         self.drain()
+        if messages:
+            if self.exits:
+                self.passed += messages
+                self.octets += octets
+            self.note("disconnect", messages)
+
+    # -- counting (see the module docstring) ------------------------------------------
+    def note(self, name: str, count: int = 1) -> None:
+        """Add ``count`` to the rare event ``name`` in :attr:`tally`."""
+        tally = self.tally
+        if tally is None:
+            tally = self.tally = {}
+        tally[name] = tally.get(name, 0) + count
+
+    def discarded(self, reason: str, item: object) -> None:
+        """A message that entered this pipe was not delivered, for ``reason``
+        (``"filtered"``, ``"conflate"``): counted with its payload bytes, which
+        ``"<reason>_bytes"`` keeps."""
+        self.note(reason)
+        size = payload(item)
+        if size:
+            self.note(reason + "_bytes", size)
+
+    def counted(self, name: str) -> int:
+        """The rare event ``name``'s count (0 before the first)."""
+        tally = self.tally
+        return 0 if tally is None else tally.get(name, 0)
+
+    def queued(self, *, bare: bool) -> tuple[int, int]:
+        """The messages waiting now and their payload bytes (commands not counted).
+        ``bare``: a ``bytes`` item is a one-frame message (an incoming queue's); else
+        it is the rest of a message begun on the wire, counted as it began."""
+        messages = octets = 0
+        for item in self._items:
+            cls = item.__class__
+            if cls is bytes:
+                if bare:
+                    messages += 1
+                    octets += len(item)  # type: ignore[arg-type]
+            elif cls is list or cls is Fanout:
+                messages += 1
+                octets += payload(item)
+        return messages, octets
 
     def close(self) -> None:
         """Wake every waiter; waiters see :attr:`closed` and give up."""
@@ -303,15 +401,26 @@ class ConflatePipe(Pipe):
 
     __slots__ = ()
 
-    def __init__(self) -> None:
-        super().__init__(0)
+    def __init__(self, *, exits: bool = False) -> None:
+        super().__init__(0, exits=exits)
 
     def _forget_messages(self) -> None:
         items = self._items
         if any(_is_message(item) for item in items):
             kept = [item for item in items if not _is_message(item)]
+            for item in items:
+                if _is_message(item):
+                    self._replaced(item)
             items.clear()
             items.extend(kept)
+
+    def _replaced(self, item: object) -> None:
+        """``item`` was replaced by a newer message: a ``"conflate"`` drop (and, where
+        the pipe counts what leaves, it left)."""
+        if self.exits:
+            self.passed += 1
+            self.octets += payload(item)
+        self.discarded("conflate", item)
 
     def put(self, item: object) -> None:
         if _is_message(item):
@@ -331,8 +440,76 @@ class ConflatePipe(Pipe):
         last = next((i for i in range(len(batch) - 1, -1, -1) if _is_message(batch[i])), None)
         if last is not None:
             self._forget_messages()
+            for i, item in enumerate(batch):
+                if i != last and _is_message(item):
+                    self._replaced(item)
             batch = [item for i, item in enumerate(batch) if i == last or not _is_message(item)]
         super().extend(batch)
+
+
+class LinkPipe(Pipe):
+    """A pipe of an inproc link, shared by two sockets: one's outgoing queue is the
+    other's incoming one, and no writer or reader moves its messages in batches, so
+    it counts each message as it enters (:attr:`passed`, :attr:`peak`). Its payload
+    bytes are not counted (:attr:`octets` stays 0): a link passes message objects,
+    and summing their frames' sizes would cost every message more than the rest of
+    the count (see docs/observability.md)."""
+
+    __slots__ = ()
+
+    def put(self, item: object) -> None:
+        items = self._items
+        if item.__class__ is list:  # a message (commands are other objects)
+            self.passed += 1
+            if len(items) >= self.peak:
+                self.peak = len(items) + 1
+        if items:
+            items.append(item)
+            return
+        items.append(item)
+        self._became_readable()
+
+    def offer(self, item: object) -> bool:
+        items = self._items
+        if items:
+            count = len(items)
+            hwm = self.hwm
+            if hwm and count >= hwm:
+                self.refused += 1
+                return False
+            items.append(item)
+            self.passed += 1
+            if count >= self.peak:
+                self.peak = count + 1
+            return True
+        items.append(item)
+        self.passed += 1
+        if not self.peak:
+            self.peak = 1
+        self._became_readable()
+        return True
+
+    def offer_many(self, batch: list[object]) -> int:
+        taken = super().offer_many(batch)
+        self.passed += taken
+        if len(self._items) > self.peak:
+            self.peak = len(self._items)
+        return taken
+
+    def extend(self, batch: Iterable[object]) -> None:
+        items = self._items
+        before = len(items)
+        super().extend(batch)
+        count = len(items)
+        self.passed += count - before
+        if count > self.peak:
+            self.peak = count
+
+
+class ConflateLinkPipe(ConflatePipe, LinkPipe):
+    """:class:`ConflatePipe` on an inproc link: counts as :class:`LinkPipe` does."""
+
+    __slots__ = ()
 
 
 #: the socket types whose queues ``conflate`` applies to, as in libzmq: the direction
@@ -341,8 +518,19 @@ CONFLATE_OUT = frozenset({"PUSH", "PUB", "DEALER"})
 CONFLATE_IN = frozenset({"PULL", "SUB", "DEALER"})
 
 
-def pipes_for(socket_type: str, sndhwm: int, rcvhwm: int, conflate: bool) -> tuple[Pipe, Pipe]:
-    """The (outgoing, incoming) pipes of a new peer of a ``socket_type`` socket."""
-    out_pipe = ConflatePipe() if conflate and socket_type in CONFLATE_OUT else Pipe(sndhwm)
-    in_pipe = ConflatePipe() if conflate and socket_type in CONFLATE_IN else Pipe(rcvhwm)
-    return out_pipe, in_pipe
+def pipes_for(
+    socket_type: str, sndhwm: int, rcvhwm: int, conflate: bool, *, link: bool = False
+) -> tuple[Pipe, Pipe]:
+    """The (outgoing, incoming) pipes of a new peer of a ``socket_type`` socket;
+    ``link``: an inproc link's, which count what enters them (:class:`LinkPipe`)."""
+    out_conflates = conflate and socket_type in CONFLATE_OUT
+    in_conflates = conflate and socket_type in CONFLATE_IN
+    if link:
+        return (
+            ConflateLinkPipe() if out_conflates else LinkPipe(sndhwm),
+            ConflateLinkPipe() if in_conflates else LinkPipe(rcvhwm),
+        )
+    return (
+        ConflatePipe(exits=True) if out_conflates else Pipe(sndhwm, exits=True),
+        ConflatePipe() if in_conflates else Pipe(rcvhwm),
+    )

@@ -128,6 +128,7 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
             data = await source.receive(ttl)
             if data is None:
                 log.warning("%s: heartbeat TTL of %ss expired, dropping", actor.where, ttl)
+                actor.ended("heartbeat_timeout")
                 return
             if not data:
                 actor.log_closed()

@@ -39,6 +39,7 @@ from .._errors import os_error
 from ..transport import MessageTransport, transport_for
 from .acceptor import run_acceptor
 from .connecter import Connecter
+from .counting import SocketCounts
 from .handshake import Zap
 from .peers import Peer, PeerTable
 from .pipe import Pipe, pipes_for
@@ -46,6 +47,7 @@ from .slots import HandshakeSlots
 
 if TYPE_CHECKING:
     from .._options import Options
+    from .._stats import SocketStats
     from ..patterns.sockets.base import PeerLike, SocketStrategy
     from ..transport.base import Endpoint, Listener
     from .fastpath import FastPath
@@ -109,6 +111,9 @@ class SocketRuntime:
         self.handshake_slots = HandshakeSlots(options)
         #: counts kept by transports (udp datagrams dropped, malformed)
         self.counters: Counter[str] = Counter()
+        #: the socket's own counts (connections, departed peers) and its snapshot
+        self.counts = SocketCounts(socket_type)
+        self.peers.retired = lambda peer: self.counts.retire(peer, self.strategy)
         #: where monitor events go (the socket fans them out to its monitors)
         self.emit: Callable[[monitor.MonitorEvent], None] = lambda event: None
         strategy.kick = self.kick  # type: ignore[attr-defined]
@@ -194,7 +199,9 @@ class SocketRuntime:
         in_pipe)."""
         if across is not None:
             return self.peers.new_peer(endpoint, across.in_pipe, across.out_pipe, shared_queue=True)
-        out_pipe, in_pipe = pipes_for(self.socket_type, out_hwm, in_hwm, self.options.conflate)
+        out_pipe, in_pipe = pipes_for(
+            self.socket_type, out_hwm, in_hwm, self.options.conflate, link=shared_queue
+        )
         return self.peers.new_peer(
             endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue
         )
@@ -272,6 +279,10 @@ class SocketRuntime:
                 if peer.shared_queue and peer.closer is not None:
                     peer.closer()
             self.nursery.cancel_scope.cancel()
+
+    def stats(self) -> SocketStats:
+        """The socket's counters now (``sock.stats()``; see ``counting.py``)."""
+        return self.counts.snapshot(self)
 
     def statistics(self) -> dict[str, object]:
         """Endpoints, live peers and queue lengths."""

@@ -68,10 +68,12 @@ class _HandshakeCut(Exception):
     reaches the application.
     """
 
-    def __init__(self, reason: str, level: int) -> None:
+    def __init__(self, reason: str, level: int, cause: str) -> None:
         super().__init__(reason)
         #: the logging level of the line that reports it
         self.level = level
+        #: the handshake failure's cause, as the socket counts it (``sock.stats()``)
+        self.cause = cause
 
 
 def address_group(address: str) -> str:
@@ -253,7 +255,10 @@ class HandshakeSlots:
                     "evicted: every handshake slot was taken (max_handshakes) "
                     "and a newer connection arrived",
                     logging.DEBUG,
+                    "evicted",
                 )
             raise _HandshakeCut(
-                f"greeting timed out after {self.options.greeting_ivl}s", logging.WARNING
+                f"greeting timed out after {self.options.greeting_ivl}s",
+                logging.WARNING,
+                "timeout",
             )

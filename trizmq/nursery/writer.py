@@ -14,6 +14,11 @@ while the writer is idle.
 
 Rule: the part of a message that one connection began to write belongs to that
 connection only: if it ends, the part is dropped, never resent on the next one.
+
+Counting: the writer counts the messages it takes out of the pipe, and their
+payload bytes, once per batch (``Pipe.passed``/``Pipe.octets`` of an outgoing
+pipe count what left it), from what each way of encoding knows already: a run's
+payload, a framed batch's length less its headers, the sizes the loop reads.
 """
 
 from __future__ import annotations
@@ -31,7 +36,14 @@ from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from ..zmtp.frames import SHORT_HEADERS
-from .fastpath import BIG_FRAME, encode_big, frame_short_messages, leading_runs, run_sealer
+from .fastpath import (
+    BIG_FRAME,
+    SHORT_HEADER,
+    encode_big,
+    frame_short_messages,
+    leading_runs,
+    run_sealer,
+)
 from .reader import STREAM_ERRORS
 
 if TYPE_CHECKING:
@@ -160,9 +172,13 @@ class _Batcher:
             if first.run is not None and not first.index:
                 # published batches queued whole: their shared encodings, as the
                 # write-through's flush writes them
-                _, wires, _, count = leading_runs(pipe._items, self._encode_into, WRITE_BATCH)
+                runs, wires, _, count = leading_runs(
+                    pipe._items, self._encode_into, WRITE_BATCH
+                )
                 if wires:
                     pipe.take(count)
+                    pipe.passed += count
+                    pipe.octets += sum([run.payload for run in runs])
                     return [wires[0] if len(wires) == 1 else b"".join(wires)]
             # a publisher's queue: a run of messages another writer has probably
             # encoded already, joined at C speed; as many as a write of such takes
@@ -172,6 +188,8 @@ class _Batcher:
             if all(item.__class__ is Fanout for item in batch):
                 joined = join_wires(cast("list[Fanout]", batch), self._encode_into)
                 if joined is not None:
+                    pipe.passed += len(batch)
+                    pipe.octets += sum([item.size for item in batch])  # type: ignore[attr-defined]
                     return [joined]
         else:
             batch = pipe.take(WRITE_ITEMS)
@@ -184,6 +202,8 @@ class _Batcher:
         parts: list[Buffer] = []
         buf = bytearray()
         used = 0
+        # the messages among the items taken, and their payload bytes
+        messages = octets = 0
         items: Iterable[Any] = batch
         if short is not None:
             # the commonest batch, short one-frame messages, at C speed
@@ -192,10 +212,15 @@ class _Batcher:
                 wire, used = framed
                 if used < len(batch):
                     pipe.unshift(batch[used:])
+                pipe.passed += used
+                pipe.octets += len(wire) - SHORT_HEADER * used
                 return [wire]
         if self._seal_run is not None:
             # a stream of short one-frame messages, wrapped in the mechanism's loop
             used = self._seal_run(buf, batch, 0, WRITE_BATCH)
+            if used:
+                messages = used
+                octets = sum([len(item[0]) for item in islice(batch, used)])
             items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
         for item in items:
             used += 1
@@ -203,13 +228,16 @@ class _Batcher:
             if cls is list:
                 last = item[-1]
                 size = len(last)
+                messages += 1
                 if size < 256 and short is not None and len(item) == 1:
                     # the commonest: encode_plain_into's work, inline
+                    octets += size
                     buf += short[size]
                     buf += last
                     if len(buf) >= WRITE_BATCH:
                         break
                     continue
+                octets += size if len(item) == 1 else sum(map(len, item))
                 if size >= big:
                     # written from the sender's own object, after this batch
                     encode_big(parts, buf, item)
@@ -217,11 +245,13 @@ class _Batcher:
                     break
                 encode_into(buf, item)
             elif cls is Fanout:
-                if not share:
-                    encode_into(buf, item.frames)
-                elif item.run is not None and not item.index and used > 1:
+                if share and item.run is not None and not item.index and used > 1:
                     used -= 1  # a published batch begins: the next call writes it shared
                     break
+                messages += 1
+                octets += item.size
+                if not share:
+                    encode_into(buf, item.frames)
                 elif item.wire is not None:
                     buf += item.wire
                 else:
@@ -235,13 +265,16 @@ class _Batcher:
                 used -= 1  # stays at the head: the writer closes once what is before it went
                 break
             else:
-                if cls is Ping and self._actor.ping_written == math.inf:
-                    self._actor.ping_written = trio.current_time()  # for the heartbeat task
+                if cls is Ping:
+                    self._actor.pinged()  # for the heartbeat task and the round trip
                 buf += _COMMAND_ENCODERS[cls](codec, item)
             if len(buf) >= WRITE_BATCH:
                 break
         if used < len(batch):
             pipe.unshift(batch[used:])
+        if messages:
+            pipe.passed += messages
+            pipe.octets += octets
         if buf:
             parts.append(buf)
         return parts
@@ -277,9 +310,12 @@ async def run_writer(actor: ConnectionActor) -> None:
                 await output.pause()
     except STREAM_ERRORS as exc:
         log.debug("%s: write failed: %s", actor.where, exc)
+        actor.ended("peer_closed")
     finally:
         peer.writing = False
         if pipe and pipe.peek().__class__ is bytes:
-            # half a message belongs to this connection only: never resend it
+            # half a message belongs to this connection only: never resend it (it was
+            # counted as it began; it is lost with the connection)
             pipe.popleft()
+            pipe.note("disconnect")
         actor.close()

@@ -199,6 +199,11 @@ class Codec(Protocol):
         :meth:`receive_data` that returned messages only)."""
         ...
 
+    @property
+    def received_bytes(self) -> int:
+        """Payload bytes (frames' bodies) of the whole messages returned so far."""
+        ...
+
     #: when True, :meth:`receive_data` may return a message of one frame as its
     #: ``bytes`` rather than a one-item list (the runtime sets it for sockets whose
     #: receive takes either; a codec without the saving ignores it)

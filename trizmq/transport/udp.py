@@ -290,8 +290,13 @@ async def _receive_datagrams(
                 continue
             if pipe.full:
                 host.count("datagrams_dropped")
+                pipe.note("hwm")  # nothing pushes back on a datagram: dropped
                 continue
             pipe.put([group, body])
+            pipe.passed += 1
+            pipe.octets += len(group) + len(body)
+            if len(pipe) > pipe.peak:
+                pipe.peak = len(pipe)
 
 
 @enable_ki_protection
@@ -313,11 +318,16 @@ async def _send_datagrams(
                     await pipe.wait_readable()
                     continue
                 peer.writing = True
+                if len(pipe) > pipe.peak:
+                    pipe.peak = len(pipe)
                 group, body = cast("list[bytes]", pipe.popleft())
+                pipe.passed += 1
+                pipe.octets += len(group) + len(body)
                 try:
                     datagram = encode_datagram(group, body)
                 except ValueError as exc:
                     host.count("datagrams_dropped")
+                    host.count("datagrams_oversized")
                     log.warning("%s: dropped a message: %s", peer.endpoint, exc)
                     continue
                 try:

@@ -60,7 +60,7 @@ errors. PINGs are reported, not answered: the driver replies with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .._errors import StateError
 from .commands import (
@@ -248,6 +248,8 @@ class Connection(Handshaking):
         #: commands parsed in traffic so far: a caller that sees it unchanged across
         #: a :meth:`receive_data` call knows the call returned messages only
         self.commands_parsed = 0
+        #: payload bytes (frames' bodies) of the whole messages returned so far
+        self.received_bytes = 0
         #: when True, :meth:`receive_data` returns a message of one frame as that
         #: frame's ``bytes`` instead of a one-item list. A caller that queues messages
         #: by the thousand wants it: ``bytes`` are not tracked by Python's cyclic
@@ -362,9 +364,11 @@ class Connection(Handshaking):
         events: list[Received] = []
         frames = self._frames
         if not self._big_flags & MORE:
+            self.received_bytes += len(body)
             if not frames and self.bare_messages:
                 events.append(body)
             else:
+                self.received_bytes += sum(map(len, frames))
                 frames.append(body)
                 events.append(frames)
                 self._frames = []
@@ -492,15 +496,20 @@ class Connection(Handshaking):
     def _oversize(self, size: int) -> ProtocolError:
         if size > MAX_FRAME_SIZE:
             return ProtocolError(f"frame size {size} exceeds 2^63-1")
-        return ProtocolError(f"frame of {size} bytes exceeds maxmsgsize {self._maxmsgsize}")
+        return ProtocolError(
+            f"frame of {size} bytes exceeds maxmsgsize {self._maxmsgsize}", cause="limit"
+        )
 
     def _overlong(self, used: int, frames: int) -> ProtocolError:
         """The message in progress broke a limit: its wire size or its frame count."""
         if used > self._limit:
             return ProtocolError(
-                f"message of {used} bytes on the wire so far exceeds maxmsgsize {self._maxmsgsize}"
+                f"message of {used} bytes on the wire so far exceeds maxmsgsize {self._maxmsgsize}",
+                cause="limit",
             )
-        return ProtocolError(f"message of more than {frames} frames exceeds max_frames")
+        return ProtocolError(
+            f"message of more than {frames} frames exceeds max_frames", cause="limit"
+        )
 
     def _parse_traffic(self, src: bytes, pos: int, events: list[Received]) -> int:
         # the hot path: locals only, one slice per frame and, but for a short last
@@ -515,6 +524,8 @@ class Connection(Handshaking):
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
         bare = self.bare_messages
+        # the payload bytes of the messages completed here
+        got = 0
         # fixed-size records first: runs of short one-frame messages alike, taken at C
         # speed (_parse_run) for as long as they last; what follows a short run goes
         # frame by frame, with no look for runs per frame
@@ -529,6 +540,7 @@ class Connection(Handshaking):
                 break
             stop = _parse_run(src, pos, stride - 2, stride, events, bare)
             taken = (stop - pos) // stride
+            got += taken * (stride - 2)
             pos = stop
             if taken < _RUN_WORTH:
                 break
@@ -549,11 +561,13 @@ class Connection(Handshaking):
                     elif not frames:
                         if end - pos <= limit:
                             append(src[pos + 2 : end] if bare else [src[pos + 2 : end]])
+                            got += size
                             pos = end
                             continue
                     elif used + end - pos <= limit and len(frames) < max_frames:
                         frames.append(src[pos + 2 : end])
                         append(frames)
+                        got += sum(map(len, frames))
                         frames = []
                         used = 0
                         pos = end
@@ -574,6 +588,7 @@ class Connection(Handshaking):
                 if end - pos > limit:
                     raise self._overlong(end - pos, 0)
                 append(src[start:end] if bare else [src[start:end]])
+                got += size
                 pos = end
                 continue
             if not flags & COMMAND:
@@ -611,12 +626,14 @@ class Connection(Handshaking):
             if flags & COMMAND:
                 append(self._command(src[start:end]))
                 if self._dead is not None:
+                    self.received_bytes += got
                     return end
             elif flags & MORE:
                 frames.append(src[start:end])
             else:
                 frames.append(src[start:end])
                 append(frames)
+                got += sum(map(len, frames))
                 frames = []
                 used = 0
             pos = end
@@ -624,6 +641,7 @@ class Connection(Handshaking):
             self._need = 0
         self._frames = frames
         self._used = used
+        self.received_bytes += got
         return pos
 
     def _parse_wrapped(self, src: bytes, pos: int, events: list[Received]) -> int:
@@ -653,7 +671,12 @@ class Connection(Handshaking):
                 # frame or two, alone in its read, goes frame by frame: cheaper so):
                 # whole one-frame messages are appended there; it stops at the first
                 # frame it does not take, or hands back one it opened that is not one
+                before = len(events)
                 pos, flags, body = run(src, pos, limit, events, bare)
+                taken: list[Any] = events[before:]  # one-frame messages, bare or listed
+                self.received_bytes += (
+                    sum(map(len, taken)) if bare else sum([len(msg[0]) for msg in taken])
+                )
             if body is None:
                 if pos >= n:
                     self._need = 0
@@ -693,6 +716,7 @@ class Connection(Handshaking):
                     # the commonest: a short one-frame message, within maxmsgsize as
                     # its outer frame was, and one frame of any max_frames
                     events.append(body)
+                    self.received_bytes += size
                     continue
                 frames = self._frames
                 self._used += size + (2 if size < 256 else 9)
@@ -704,10 +728,12 @@ class Connection(Handshaking):
                     frames.append(body)
                 elif not frames and self.bare_messages:
                     events.append(body)
+                    self.received_bytes += size
                     self._used = 0
                 else:
                     frames.append(body)
                     events.append(frames)
+                    self.received_bytes += sum(map(len, frames))
                     self._frames = []
                     self._used = 0
         return pos

@@ -22,13 +22,18 @@ class ProtocolError(ZMQError):
 
     Args:
         reason: What the peer did wrong; kept as the ``reason`` attribute.
+        cause: What kind of violation, as the socket's counters name it (``sock.stats()``:
+            ``"mechanism"``, ``"socket_type"``, ``"limit"``, ``"zap_<status>"``,
+            ``"peer_error"``), ``"protocol_error"`` for any other; kept as ``cause``.
     """
 
     reason: str
+    cause: str
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, cause: str = "protocol_error") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.cause = cause
 
     def __str__(self) -> str:
         return self.reason

@@ -95,6 +95,7 @@ def parse_greeting(data: bytes, mechanism: bytes) -> Greeting:
     if field != _mechanism_field(mechanism):
         raise ProtocolError(
             f"security mechanism mismatch: peer uses {_mechanism_name(field)}, "
-            f"we use {_mechanism_name(mechanism)}"
+            f"we use {_mechanism_name(mechanism)}",
+            cause="mechanism",
         )
     return Greeting((data[10], data[11]), bytes(field.rstrip(b"\x00")), bool(data[32]))

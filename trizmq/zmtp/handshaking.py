@@ -205,7 +205,8 @@ class Handshaking(TrafficEncoder):
             socket_type = raw_type.decode("latin-1")
             if self._check_socket_type and not is_compatible(self._socket_type, socket_type):
                 raise ProtocolError(
-                    f"incompatible socket type: {self._socket_type} cannot talk to {socket_type}"
+                    f"incompatible socket type: {self._socket_type} cannot talk to {socket_type}",
+                    cause="socket_type",
                 )
         identity = metadata.get("Identity", b"")
         if len(identity) > MAX_IDENTITY:

@@ -29,6 +29,8 @@ class RawConnection:
 
     def __init__(self) -> None:
         self._mechanism = NullMechanism()
+        #: the bytes of every read so far (each read is a message)
+        self.received_bytes = 0
 
     handshake_complete = True
     closed = False
@@ -60,6 +62,7 @@ class RawConnection:
 
     def receive_data(self, data: Buffer) -> list[Received]:
         """One message of what was read, as it is."""
+        self.received_bytes += len(data)
         return [[bytes(data)]] if data else []
 
     def zap_reply(self, reply: ZapReply) -> list[Received]:

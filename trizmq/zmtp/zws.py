@@ -235,6 +235,12 @@ class ZwsConnection:
         return self._inner.commands_parsed + self._refused + self._pings
 
     @property
+    def received_bytes(self) -> int:
+        """As :attr:`Connection.received_bytes <trizmq.zmtp.Connection.received_bytes>`:
+        the inner connection parses the messages."""
+        return self._inner.received_bytes
+
+    @property
     def bare_messages(self) -> bool:
         """As :attr:`Connection.bare_messages <trizmq.zmtp.Connection.bare_messages>`:
         the inner connection parses the messages."""

@@ -50,6 +50,10 @@ class Queue(Protocol):
 
     #: called when the queue goes from empty to non-empty (the fair queue's hook)
     on_input: Callable[[], None] | None
+    #: messages refused at the mark so far (a drop where the pattern drops)
+    refused: int
+    #: messages counted through the queue (see ``trizmq.nursery.pipe``)
+    passed: int
 
     @property
     def full(self) -> bool:
@@ -104,6 +108,10 @@ class Queue(Protocol):
 
     def extend(self, batch: Iterable[object]) -> None:
         """Append a batch."""
+        ...
+
+    def discarded(self, reason: str, item: object) -> None:
+        """Count a message taken from this queue and not delivered, for ``reason``."""
         ...
 
 
@@ -166,11 +174,13 @@ class Fanout:
     wrapped, to mark where the run begins and ends in each queue.
     """
 
-    __slots__ = ("frames", "index", "run", "wire")
+    __slots__ = ("frames", "index", "run", "size", "wire")
 
     def __init__(self, frames: list[bytes], run: FanoutRun | None = None, index: int = 0) -> None:
         self.frames = frames
         self.wire: bytes | None = None
+        #: the payload bytes (frames' bodies), which each writer counts as it writes
+        self.size = sum(map(len, frames))
         #: the batch this message was published in, if any, and its place there
         self.run = run
         self.index = index
@@ -199,7 +209,7 @@ class FanoutRun:
     that collector took a third of a publisher's CPU).
     """
 
-    __slots__ = ("_ends", "count", "header", "items", "msgs", "wire")
+    __slots__ = ("_ends", "count", "header", "items", "msgs", "payload", "wire")
 
     def __init__(self, msgs: list[Message]) -> None:
         #: the messages, as the publisher gave them
@@ -214,6 +224,8 @@ class FanoutRun:
         self.wire: bytes | None = None
         #: how many of the messages :attr:`wire` holds (from the first)
         self.count = 0
+        #: the payload bytes of those messages (their frames' bodies), for the counts
+        self.payload = 0
         #: 0 while :attr:`ends` is listed as the wire is made; else every message
         #: in the wire is one frame behind a header of this many bytes, and the ends
         #: are worked out when first needed (a partial write), not for every run
@@ -236,6 +248,15 @@ class FanoutRun:
         self.count = count
         self.header = header
         self._ends = None
+
+    def payload_of(self, count: int) -> int:
+        """The payload bytes of the first ``count`` messages of :attr:`wire` (a write
+        that stopped within the run)."""
+        if not count:
+            return 0
+        if self.header:
+            return self.ends[count - 1] - count * self.header
+        return sum([sum(map(len, frames)) for frames in self.msgs[:count]])
 
     def queued(self) -> None:
         """The batch is queued: the run lets go of it (see the class docstring)."""
@@ -283,6 +304,12 @@ class SocketStrategy:
         #: hello_msg (libzmq's draft ZMQ_HELLO_MSG; None where the type has none): the
         #: message every new connection gets first
         self.hello = options.hello_msg
+        #: messages sent to a routing id no peer has (ROUTER, SERVER, PEER, STREAM)
+        self.no_route = 0
+        #: messages sent to no peer by the pattern's rules (a PUB's message that no
+        #: subscription matches); what is read and not delivered counts per peer
+        #: (:meth:`discard`)
+        self.filtered = 0
         #: wake the socket's receivers / senders
         self.readable = readable
         self.writable = writable
@@ -409,10 +436,11 @@ class SocketStrategy:
             if cls is bytes:
                 if self.accepts_all or self.accept(inbound.source, [item]):  # type: ignore[list-item]
                     return item  # type: ignore[return-value]
-            elif cls is list and (
-                self.accepts_all or self.accept(inbound.source, item)  # type: ignore[arg-type]
-            ):
-                return item  # type: ignore[return-value]
+                self.discard(inbound.source, item)
+            elif cls is list:
+                if self.accepts_all or self.accept(inbound.source, item):  # type: ignore[arg-type]
+                    return item  # type: ignore[return-value]
+                self.discard(inbound.source, item)
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Append messages to ``batch`` while it is shorter than ``limit``, as calls
@@ -449,6 +477,11 @@ class SocketStrategy:
     def accept(self, peer: PeerLike, msg: Message) -> bool:
         """Whether a message read from ``peer`` is delivered (SUB filters here)."""
         return True
+
+    def discard(self, peer: PeerLike, item: object) -> None:
+        """A message read from ``peer`` that the pattern does not deliver: counted as
+        filtered, on the peer's incoming queue."""
+        peer.in_pipe.discarded("filtered", item)
 
     def incoming(self, peer: PeerLike) -> None:
         """Eager strategies consume ``peer.in_pipe`` here as soon as it fills."""

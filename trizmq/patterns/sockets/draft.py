@@ -220,6 +220,7 @@ class ServerStrategy(SocketStrategy):
         rid = unpack_routing_id(msg[0])
         peer = self.routes.get(rid)
         if peer is None:
+            self.no_route += 1
             raise HostUnreachable(f"no peer with routing id {rid}")
         pipe = peer.out_pipe
         if pipe.full:
@@ -242,9 +243,11 @@ class ServerStrategy(SocketStrategy):
                 # read to the end after it left: its id is free again
                 del self.ids[peer]
             if rid is None or item.__class__ is not list:
+                self.discard(peer, item)
                 continue
             if len(item) != 1:
                 self.dropped += 1
+                self.discard(peer, item)
                 continue
             return [rid.to_bytes(4, "big"), item[0]]
 

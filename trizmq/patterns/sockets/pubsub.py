@@ -255,6 +255,7 @@ class PubStrategy(SocketStrategy):
                 self.dropped += 1
             return True
         if not peers:
+            self.filtered += 1  # no subscription matches: not a drop
             return True
         # several subscribers: stream writers share one encoding, and each inproc
         # subscriber gets its own list (a receiver may mutate what it gets)
@@ -340,6 +341,7 @@ class PubStrategy(SocketStrategy):
                     self.message(peer, item)
                 else:
                     self.subscribed(peer, parsed[1], parsed[0])
+                    self.discard(peer, item)  # a subscription, not a message for us
 
     def backlogged(self) -> bool:
         """True when incoming items must wait in their pipes (XPUB's app queue is full)."""
@@ -403,6 +405,7 @@ class PubStrategy(SocketStrategy):
 
     def message(self, peer: PeerLike, msg: Message) -> None:
         """A non-subscription message from a subscriber: PUB ignores it."""
+        self.discard(peer, msg)
 
     def vanished(self, topics: list[bytes]) -> None:
         """Topics no peer holds any more."""
@@ -559,8 +562,8 @@ class XSubStrategy(SocketStrategy):
             return True
         # other messages go upstream to every peer that can take them (never block)
         for peer in self.peers:
-            if peer.connected and not peer.out_pipe.full:
-                peer.out_pipe.put(msg)
+            if peer.connected:
+                peer.out_pipe.offer(msg)  # dropped for a full peer (counted there)
         return True
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:

@@ -190,21 +190,24 @@ class RadioStrategy(SocketStrategy):
                 self.join(peer, item.group)
             elif item.__class__ is Leave:
                 self.leave(peer, item.group)
-            # data from a DISH and any other command: discarded (RFC 48)
+            elif item.__class__ is list:
+                self.discard(peer, item)  # data from a DISH: discarded (RFC 48)
+            # any other command: discarded
 
     def send(self, msg: Message) -> bool:
         if len(msg) != 2:
             raise ValueError("a RADIO message is [group, body]")
         group = msg[0]
+        delivered = False
         for targets in (self.members.get(group), self.broadcast):
             if not targets:
                 continue
+            delivered = True
             for peer in targets:
-                pipe = peer.out_pipe
-                if pipe.full:
+                if not peer.out_pipe.offer(msg):  # full: dropped (and counted there)
                     self.dropped += 1
-                else:
-                    pipe.put(msg)
+        if not delivered:
+            self.filtered += 1  # no peer joined the group: not a drop
         return True
 
     def recv(self) -> Message | None:

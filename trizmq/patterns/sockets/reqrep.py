@@ -111,11 +111,14 @@ class ReqStrategy(DealerStrategy):
             if item is None:
                 return None
             if inbound.source is not self.asked or item.__class__ is not list:
-                continue  # a reply from a peer we did not ask: drop it
+                # a reply from a peer we did not ask: drop it
+                self.discard(inbound.source, item)
+                continue
             body = self.unwrap(item)
             if body is not None:
                 self.asked = None
                 return body
+            self.discard(inbound.source, item)  # malformed, or stale
 
     def unwrap(self, msg: Message) -> Message | None:
         """The reply's body, or None for a malformed or stale reply."""
@@ -149,13 +152,17 @@ class RepStrategy(SocketStrategy):
             if item is None:
                 return None
             if item.__class__ is not list:
+                self.discard(inbound.source, item)
                 continue
             msg: Message = item
             try:
                 split = msg.index(b"") + 1
             except ValueError:
-                continue  # no delimiter: not a request, drop it as libzmq does
+                # no delimiter: not a request, drop it as libzmq does
+                self.discard(inbound.source, item)
+                continue
             if split == len(msg):
+                self.discard(inbound.source, item)
                 continue
             self.pending = (inbound.source, msg[:split])
             return msg[split:]
@@ -252,17 +259,20 @@ class RouterStrategy(SocketStrategy):
             # libzmq needs the routing id and at least one frame; a lone id goes nowhere
             if self.mandatory:
                 raise HostUnreachable("a ROUTER message needs a routing id frame and a body")
+            self.no_route += 1
             return True
         peer = self.routes.get(msg[0])
         if peer is None:
             if self.mandatory:
                 raise HostUnreachable(f"no peer with routing id {msg[0]!r}")
             self.dropped += 1
+            self.no_route += 1
             return True
         if peer.out_pipe.full:
             if self.mandatory:
                 return False
             self.dropped += 1
+            peer.out_pipe.refused += 1  # a drop at the mark, this peer's
             return True
         peer.out_pipe.put(msg[1:])
         return True
@@ -285,6 +295,8 @@ class RouterStrategy(SocketStrategy):
                 return None
             rid = inbound.source.routing_id
             if rid is None:
+                # an unrouted peer's (its id was taken, or it reconnected since)
+                self.discard(inbound.source, item)
                 continue
             if item.__class__ is bytes:
                 return [rid, item]
@@ -315,6 +327,9 @@ class RouterStrategy(SocketStrategy):
                     else:
                         item.insert(0, rid)  # type: ignore[attr-defined]
                 batch += chunk  # type: ignore[arg-type]
+            else:
+                for item in chunk:
+                    self.discard(inbound.source, item)
             room = limit - len(batch)
 
     def statistics(self) -> dict[str, int]:

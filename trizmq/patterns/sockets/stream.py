@@ -31,6 +31,7 @@ class StreamStrategy(RouterStrategy):
         peer.routing_id = rid
         self.routes[rid] = peer
         peer.in_pipe.put([b""])  # the connection's notice
+        peer.in_pipe.passed += 1  # a message for the application, as those read
 
     def disconnected(self, peer: PeerLike) -> None:
         self._ended(peer)
@@ -45,6 +46,7 @@ class StreamStrategy(RouterStrategy):
         if peer.routing_id is not None and self.routes.get(peer.routing_id) is peer:
             del self.routes[peer.routing_id]
             peer.in_pipe.put([b""])
+            peer.in_pipe.passed += 1
 
     def send(self, msg: Message) -> bool:
         if len(msg) < 2:
@@ -52,6 +54,7 @@ class StreamStrategy(RouterStrategy):
         peer = self.routes.get(msg[0])
         if peer is None:
             self.dropped += 1
+            self.no_route += 1
             return True
         data = msg[1:]
         if not any(data):

@@ -1,0 +1,323 @@
+"""``sock.stats()``: every counter, exact, between trizmq sockets (libzmq peers:
+``tests/interop/test_interop_stats.py``).
+
+The figures are compared with what the test itself sent, received and queued:
+messages and payload bytes per socket and per peer, queue depths, drops by reason,
+what was filtered, connection events and their causes, heartbeats. The suite runs
+with and without ``TRIZMQ_FASTPATH=0``: the fast path's write-through, corks and
+read-through move messages by other routes, which must count the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+import trizmq
+from trizmq import PeerStats, SocketStats
+from trizmq._stats import CONNECTION_EVENTS, DROP_REASONS
+
+ENDPOINTS = {
+    "tcp": lambda tmp: "tcp://127.0.0.1:0",
+    "ipc": lambda tmp: f"ipc://{tmp}/stats.ipc",
+    "inproc": lambda tmp: f"inproc://stats-{id(tmp)}",
+}
+
+
+@pytest.fixture(params=sorted(ENDPOINTS))
+def endpoint(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return ENDPOINTS[request.param](tmp_path)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition()`` holds: a figure that other tasks (or another
+    process) change, which nothing can be awaited for; bounded by the test's deadline."""
+    while not condition():
+        await trio.sleep(0.005)
+
+
+def payload(messages: list[list[bytes]]) -> int:
+    return sum(len(frame) for msg in messages for frame in msg)
+
+
+def only_peer(stats: SocketStats) -> PeerStats:
+    assert len(stats.peers) == 1, stats.peers
+    return stats.peers[0]
+
+
+def nonzero(mapping: object) -> dict[str, int]:
+    assert isinstance(mapping, dict)
+    return {key: value for key, value in mapping.items() if value}
+
+
+def test_the_snapshot_is_frozen_and_every_reason_is_there() -> None:
+    stats = SocketStats("PUB")
+    assert list(stats.drops) == list(DROP_REASONS) and not any(stats.drops.values())
+    assert list(stats.connections) == list(CONNECTION_EVENTS)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        stats.messages_sent = 1  # type: ignore[misc]
+    assert trizmq.SocketStats is SocketStats and trizmq.PeerStats is PeerStats
+
+
+async def test_messages_and_bytes_exact_both_ways(endpoint: str) -> None:
+    messages = [[b"x" * (i % 300)] for i in range(3000)]
+    messages += [[b"one", b"two", b"three"], [b""], [b"y" * 70_000, b"z"]]
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull, trizmq.Push() as push:
+            await push.connect(await pull.bind(endpoint))
+
+            async def send() -> None:
+                for msg in messages[:1000]:
+                    await push.send_multipart(msg)
+                await push.send_many(messages[1000:])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send)
+                got = [await pull.recv_multipart() for _ in range(len(messages))]
+            assert got == messages
+            sent, received = push.stats(), pull.stats()
+    inproc = endpoint.startswith("inproc")
+    size = 0 if inproc else payload(messages)  # an inproc link counts no bytes
+    assert (sent.messages_sent, sent.bytes_sent) == (len(messages), size)
+    assert (received.messages_received, received.bytes_received) == (len(messages), size)
+    assert (sent.messages_received, received.messages_sent) == (0, 0)
+    peer = only_peer(sent)
+    assert (peer.messages_sent, peer.bytes_sent, peer.queued_out) == (len(messages), size, 0)
+    peer = only_peer(received)
+    assert (peer.messages_received, peer.bytes_received, peer.queued_in) == (
+        len(messages),
+        size,
+        0,
+    )
+    for stats in (sent, received):
+        assert not nonzero(stats.drops) and stats.filtered == 0
+        assert stats.queued_out == stats.queued_in == 0
+    # the deepest a queue was: some, at most what a read or a batch may overshoot by
+    assert 0 < received.queued_in_peak <= len(messages)
+    assert received.queued_in_peak == only_peer(received).queued_in_peak
+
+
+async def test_queue_depths_are_what_is_queued(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with trizmq.Push(sndhwm=100) as push:
+            # nobody listens yet: the kept peer queues up to its mark
+            endpoint = f"ipc://{tmp_path}/later.ipc"
+            await push.connect(endpoint)
+            for i in range(60):
+                push.send_nowait(b"%d" % i)
+            stats = push.stats()
+            peer = only_peer(stats)
+            assert (stats.queued_out, peer.queued_out, peer.queued_out_peak) == (60, 60, 60)
+            # handed to the peer's queue: sent, though not written yet
+            queued = [[b"%d" % i] for i in range(60)]
+            assert (stats.messages_sent, stats.bytes_sent) == (60, payload(queued))
+            assert peer.endpoint == endpoint and peer.remote is None
+            async with trizmq.Pull(bind=endpoint) as pull:
+                for i in range(60):
+                    assert await pull.recv() == b"%d" % i
+                await until(lambda: push.stats().queued_out == 0)
+                stats = push.stats()
+                assert stats.messages_sent == 60 and stats.queued_out_peak == 60
+        async with trizmq.Pull(rcvhwm=1000) as pull, trizmq.Push() as push:
+            await push.connect(await pull.bind("inproc://depth"))
+            for _ in range(25):
+                await push.send(b"m")
+            # an inproc link's queue is the receiver's at once: no task moves it
+            stats = pull.stats()
+            assert (stats.queued_in, only_peer(stats).queued_in) == (25, 25)
+            assert (stats.messages_received, stats.queued_in_peak) == (0, 25)
+            for _ in range(10):
+                await pull.recv()
+            stats = pull.stats()
+            assert (stats.queued_in, stats.messages_received, stats.queued_in_peak) == (15, 10, 25)
+            assert push.stats().queued_out == 15
+
+
+async def test_conflate_replacements_are_drops() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Push(conflate=True) as push:
+            await push.connect("tcp://127.0.0.1:9")  # never answers: the peer keeps its queue
+            for i in range(5):
+                await push.send(b"%d" % i)
+            stats = push.stats()
+            assert stats.messages_sent == 5 and stats.queued_out == 1
+            assert nonzero(stats.drops) == {"conflate": 4}
+            assert only_peer(stats).drops["conflate"] == 4
+
+
+async def test_a_departed_peers_queue_is_dropped_at_disconnect() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Push() as push:
+            await push.connect("tcp://127.0.0.1:9")
+            for _ in range(7):
+                await push.send(b"queued")
+            await push.disconnect("tcp://127.0.0.1:9")
+            stats = push.stats()
+            assert stats.peers == ()
+            assert stats.messages_sent == 7 and stats.bytes_sent == 7 * 6
+            assert nonzero(stats.drops) == {"disconnect": 7}
+            assert stats.queued_out == 0 and stats.queued_out_peak == 7
+
+
+async def test_a_router_counts_every_message_for_an_unknown_id(endpoint: str) -> None:
+    with trio.fail_after(30):
+        async with trizmq.Router() as router, trizmq.Dealer(routing_id=b"known") as dealer:
+            await dealer.connect(await router.bind(endpoint))
+            await dealer.send(b"hello")
+            assert await router.recv_multipart() == [b"known", b"hello"]
+            for i in range(13):
+                await router.send_multipart([b"nobody-%d" % (i % 3), b"lost"])
+            await router.send_multipart([b"known", b"found"])
+            assert await dealer.recv() == b"found"
+            stats = router.stats()
+    assert nonzero(stats.drops) == {"no_route": 13}
+    assert stats.messages_sent == 1 and stats.messages_received == 1
+    peer = only_peer(stats)
+    assert peer.routing_id == b"known" and not nonzero(peer.drops)
+
+
+async def test_a_pub_counts_what_no_one_subscribed_as_filtered_and_a_full_queue_as_drops() -> None:
+    with trio.fail_after(30):
+        # an inproc link holds the connecting side's sndhwm + rcvhwm: 10 here
+        async with trizmq.Pub() as pub, trizmq.Sub(subscribe=b"a", sndhwm=5, rcvhwm=5) as sub:
+            await sub.connect(await pub.bind("inproc://filtered"))
+            await until(lambda: pub.stats().subscriptions == 1)
+            for _ in range(4):
+                await pub.send(b"b: nobody")
+            for _ in range(25):
+                await pub.send(b"a: to the sub")
+            stats = pub.stats()
+            assert stats.filtered == 4 and stats.subscriptions == 1
+            assert stats.messages_sent == 10 and nonzero(stats.drops) == {"hwm": 15}
+            peer = only_peer(stats)
+            assert (peer.messages_sent, peer.drops["hwm"], peer.subscriptions) == (10, 15, 1)
+            # a subscription cancelled while messages wait: the SUB filters them
+            sub.unsubscribe(b"a")
+            sub.subscribe(b"a: to")
+            for _ in range(10):
+                await sub.recv()
+            stats = sub.stats()
+            assert stats.messages_received == 10 and stats.filtered == 0
+
+
+async def test_a_sub_filters_what_it_no_longer_subscribes_to() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pub() as pub, trizmq.Sub(subscribe=b"a") as sub:
+            await sub.connect(await pub.bind("inproc://sub-filter"))
+            await until(lambda: pub.stats().subscriptions == 1)
+            for _ in range(3):
+                await pub.send(b"a1")
+            sub.unsubscribe(b"a")
+            sub.subscribe(b"zz")
+            with pytest.raises(trio.WouldBlock):
+                sub.recv_nowait()
+            stats = sub.stats()
+            assert (stats.filtered, stats.messages_received, stats.queued_in) == (3, 0, 0)
+            assert only_peer(stats).filtered == 3 and not nonzero(stats.drops)
+
+
+async def test_connection_events_and_handshake_failures_by_cause() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            async with trizmq.Push() as push, push.monitor() as events:
+                await push.connect(endpoint)
+                async for event in events:
+                    if isinstance(event, trizmq.HandshakeSucceeded):
+                        break
+                assert nonzero(push.stats().connections) == {"connected": 1}
+            await until(lambda: pull.stats().connections["disconnects"] == 1)
+            stats = pull.stats()
+            assert nonzero(stats.connections) == {"accepted": 1, "disconnects": 1}
+            assert nonzero(stats.disconnect_causes) == {"peer_closed": 1}
+        # a PUSH cannot talk to a PUSH; NULL cannot talk to CURVE (one attempt each:
+        # the connecters wait 30 s before the next)
+        _, server_secret = trizmq.curve_keypair()
+        async with (
+            trizmq.Push() as target,
+            trizmq.Pull(security=trizmq.CurveServer(secret_key=server_secret)) as curve,
+        ):
+            typed = await target.bind("tcp://127.0.0.1:0")
+            secured = await curve.bind("tcp://127.0.0.1:0")
+            async with (
+                trizmq.Push(connect=typed, reconnect_ivl=30) as same_type,
+                trizmq.Push(connect=secured, reconnect_ivl=30) as null_client,
+            ):
+                for sock in (target, curve, same_type, null_client):
+                    await until(lambda s=sock: s.stats().connections["handshake_failures"] == 1)  # type: ignore[misc]
+                # each pair: the side that judges first refuses and closes; the other
+                # may meet the close (a reset) before it reads what it would judge
+                pairs = (((target, same_type), "socket_type"), ((curve, null_client), "mechanism"))
+                for pair, cause in pairs:
+                    causes = [nonzero(sock.stats().handshake_failure_causes) for sock in pair]
+                    assert cause in {key for seen in causes for key in seen}
+                    for seen in causes:
+                        assert seen in ({cause: 1}, {"peer_closed": 1})
+                assert nonzero(null_client.stats().connections) == {
+                    "connected": 1,
+                    "handshake_failures": 1,
+                }
+                assert nonzero(curve.stats().connections) == {
+                    "accepted": 1,
+                    "handshake_failures": 1,
+                }
+
+
+async def test_a_hostile_limit_is_a_disconnect_cause() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pull(maxmsgsize=100) as pull, trizmq.Push() as push:
+            await push.connect(await pull.bind("tcp://127.0.0.1:0"))
+            await push.send(b"small")
+            assert await pull.recv() == b"small"
+            await push.send(b"x" * 1000)
+            await until(lambda: pull.stats().connections["disconnects"] == 1)
+            stats = pull.stats()
+            assert nonzero(stats.disconnect_causes) == {"limit": 1}
+            assert stats.messages_received == 1 and stats.bytes_received == 5
+
+
+async def test_heartbeats_measure_the_round_trip() -> None:
+    with trio.fail_after(30):
+        async with (
+            trizmq.Dealer(heartbeat_ivl=0.02) as dealer,
+            trizmq.Router() as router,
+        ):
+            await dealer.connect(await router.bind("tcp://127.0.0.1:0"))
+            await until(lambda: only_peer(dealer.stats()).pings_sent >= 3)
+            await until(lambda: only_peer(dealer.stats()).rtt is not None)
+            peer = only_peer(dealer.stats())
+            assert peer.rtt is not None and peer.rtt_mean is not None
+            assert 0 <= peer.rtt < 1 and 0 <= peer.rtt_mean < 1
+            # the ROUTER sends none: it only answers
+            assert only_peer(router.stats()).pings_sent == 0
+            assert only_peer(router.stats()).rtt is None
+
+
+async def test_the_monitor_carries_the_same_numbers_on_request() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull, trizmq.Push() as push:
+            await push.connect(await pull.bind("inproc://monitored"))
+            for _ in range(3):
+                await push.send(b"abc")
+            async with pull.monitor() as events:
+                events.request_stats()
+                event = await events.next_event()
+            assert isinstance(event, trizmq.Stats) and event.endpoint == ""
+            assert event.stats == pull.stats()
+            assert event.stats.queued_in == 3
+
+
+async def test_before_entering_every_figure_is_zero_and_a_closed_socket_keeps_its_own() -> None:
+    with trio.fail_after(30):
+        push = trizmq.Push()
+        assert push.stats() == SocketStats("PUSH")
+        async with trizmq.Pull() as pull, push:
+            await push.connect(await pull.bind("inproc://closed"))
+            await push.send(b"one")
+            assert await pull.recv() == b"one"
+        stats = push.stats()
+        assert stats.messages_sent == 1 and stats.peers == ()
