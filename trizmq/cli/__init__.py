@@ -1,4 +1,5 @@
-"""The ``trizmq`` command line: ``send``, ``recv``, ``proxy``, ``monitor``, ``keygen``, ``bench``.
+"""The ``trizmq`` command line: ``send``, ``recv``, ``proxy``, ``monitor``, ``top``, ``keygen``,
+``bench``.
 
 :func:`main` is the console script. It runs click without its standalone mode so
 that every error, a usage mistake included, is ONE line on stderr
@@ -22,6 +23,7 @@ from .keygen import keygen
 from .messages import recv, send
 from .monitor import monitor
 from .proxy import proxy
+from .top import top
 
 __all__ = ["cli", "main"]
 
@@ -39,7 +41,7 @@ def cli() -> None:
     """
 
 
-for _command in (send, recv, proxy, monitor, keygen, bench):
+for _command in (send, recv, proxy, monitor, top, keygen, bench):
     cli.add_command(_command)
 
 

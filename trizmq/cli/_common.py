@@ -35,6 +35,7 @@ __all__ = [
     "EndpointSpec",
     "attach",
     "make_socket",
+    "needs_prometheus_client",
     "parse_side",
     "run",
 ]
@@ -86,6 +87,14 @@ class CliError(trizmq.ZMQError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+def needs_prometheus_client(what: str) -> None:
+    """Raise a :class:`CliError` saying how to install it where prometheus_client is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise CliError(f"{what} needs prometheus_client: pip install 'trizmq[metrics]'")
 
 
 def plural(count: int, noun: str) -> str:

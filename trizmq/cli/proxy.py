@@ -9,6 +9,9 @@ Rules:
 * Counters come from the proxy's own ``STATISTICS`` command over an inproc control
   socket: messages and bytes per direction, refreshed every ``--interval`` seconds,
   as a live table on a terminal, else as one line per interval on stdout.
+* ``--metrics HOST:PORT`` serves the frontend's, backend's (and capture's) metrics
+  (``trizmq.metrics``, sockets named ``frontend``, ``backend``, ``capture``) in a
+  registry of their own, for Prometheus or ``trizmq top``; the URL is said on stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import struct
 import sys
 import time
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -28,9 +31,20 @@ from rich.table import Table
 
 import trizmq
 
-from ._common import EndpointSpec, attach, make_socket, parse_side, run
+from ._common import (
+    CliError,
+    EndpointSpec,
+    attach,
+    make_socket,
+    needs_prometheus_client,
+    parse_side,
+    run,
+)
 
-__all__ = ["MODES", "proxy"]
+if TYPE_CHECKING:
+    from trizmq.metrics import MetricsServer
+
+__all__ = ["MODES", "parse_metrics_address", "proxy"]
 
 #: mode -> (frontend type, backend type)
 MODES = {
@@ -40,6 +54,22 @@ MODES = {
 }
 
 _UINT64 = struct.Struct("=Q")
+
+
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``PORT``: loopback; ``*:PORT``: every address) for ``--metrics``."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", text
+    host = host.strip("[]")
+    host = "0.0.0.0" if host == "*" else host or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise CliError(f"--metrics takes HOST:PORT (a port 0-65535), not {text!r}", code=2)
+    return host, port
 
 
 @attrs.define
@@ -145,6 +175,11 @@ async def _report(control: trizmq.Socket, mode: str, interval: float, live: bool
 @click.option(
     "--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Stop after SECONDS."
 )
+@click.option(
+    "--metrics",
+    metavar="HOST:PORT",
+    help="Serve the proxy's socket metrics (Prometheus, trizmq top) at http://HOST:PORT/metrics.",
+)
 @click.argument("frontend")
 @click.argument("backend")
 def proxy(
@@ -153,6 +188,7 @@ def proxy(
     quiet: bool,
     capture: str | None,
     timeout: float | None,
+    metrics: str | None,
     frontend: str,
     backend: str,
 ) -> int:
@@ -166,10 +202,15 @@ def proxy(
       trizmq proxy -m streamer tcp://*:5557 tcp://*:5558
       trizmq proxy -m forwarder connect:tcp://10.0.0.5:5556 tcp://*:5556
       trizmq proxy -m queue tcp://*:5559 tcp://*:5560 --capture tcp://*:5561
+      trizmq proxy -m streamer tcp://*:5557 tcp://*:5558 --metrics 127.0.0.1:9100
     """
     sides = (parse_side(frontend), parse_side(backend))
     live = not quiet and sys.stdout.isatty()
-    return run(partial(_proxy, mode, sides, capture, interval, quiet, live, timeout))
+    address = None
+    if metrics is not None:
+        address = parse_metrics_address(metrics)
+        needs_prometheus_client("trizmq proxy --metrics")
+    return run(partial(_proxy, mode, sides, capture, interval, quiet, live, timeout, address))
 
 
 async def _proxy(
@@ -180,6 +221,7 @@ async def _proxy(
     quiet: bool,
     live: bool,
     timeout: float | None,
+    metrics_address: tuple[str, int] | None = None,
 ) -> int:
     front_type, back_type = MODES[mode]
     options: dict[str, Any] = {"linger": 0}
@@ -191,23 +233,49 @@ async def _proxy(
         make_socket("pair", **options) as steer,
         make_socket("pub", **options) as capture,
     ):
-        await attach(front, [sides[0]], announce=True)
-        await attach(back, [sides[1]], announce=True)
-        if capture_endpoint is not None:
-            await attach(capture, [EndpointSpec("bind", capture_endpoint)], announce=True)
-        await control.bind(name)
-        await steer.connect(name)
-        with trio.move_on_after(timeout if timeout is not None else float("inf")):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    partial(
-                        trizmq.proxy_steerable,
-                        front,
-                        back,
-                        capture if capture_endpoint is not None else None,
-                        control=control,
+        server = None
+        if metrics_address is not None:
+            # before the endpoints: a port in use fails first, as the only line
+            named = {"frontend": front, "backend": back}
+            if capture_endpoint is not None:
+                named["capture"] = capture
+            server = _serve_metrics(named, *metrics_address)
+        try:
+            await attach(front, [sides[0]], announce=True)
+            await attach(back, [sides[1]], announce=True)
+            if capture_endpoint is not None:
+                await attach(capture, [EndpointSpec("bind", capture_endpoint)], announce=True)
+            await control.bind(name)
+            await steer.connect(name)
+            with trio.move_on_after(timeout if timeout is not None else float("inf")):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(
+                        partial(
+                            trizmq.proxy_steerable,
+                            front,
+                            back,
+                            capture if capture_endpoint is not None else None,
+                            control=control,
+                        )
                     )
-                )
-                if not quiet:
-                    nursery.start_soon(_report, steer, mode, interval, live)
+                    if not quiet:
+                        nursery.start_soon(_report, steer, mode, interval, live)
+        finally:
+            if server is not None:
+                server.close()
     return 0
+
+
+def _serve_metrics(sockets: dict[str, trizmq.Socket], host: str, port: int) -> MetricsServer:
+    # imported here: the extra trizmq[metrics] is needed only with --metrics
+    from prometheus_client import CollectorRegistry
+
+    from trizmq import metrics
+
+    registry = CollectorRegistry(auto_describe=True)
+    for name, sock in sockets.items():
+        metrics.register(sock, registry, name=name)
+    server = metrics.serve(port, host, registry)
+    print(f"trizmq: metrics on {server.url}", file=sys.stderr, flush=True)
+    return server
+
