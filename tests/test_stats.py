@@ -10,6 +10,7 @@ read-through move messages by other routes, which must count the same.
 
 from __future__ import annotations
 
+import socket as stdsocket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -321,3 +322,92 @@ async def test_before_entering_every_figure_is_zero_and_a_closed_socket_keeps_it
             assert await pull.recv() == b"one"
         stats = push.stats()
         assert stats.messages_sent == 1 and stats.peers == ()
+
+
+async def test_udp_datagrams_malformed_and_oversized_are_drops() -> None:
+    from trizmq.zmtp.udp import MAX_DATAGRAM, encode_datagram
+
+    with trio.fail_after(30):
+        async with trizmq.Dish() as dish, trizmq.Radio() as radio:
+            endpoint = await dish.bind("udp://127.0.0.1:0")
+            host, port = endpoint.removeprefix("udp://").rsplit(":", 1)
+            dish.join(b"g")
+            with stdsocket.socket(stdsocket.AF_INET, stdsocket.SOCK_DGRAM) as raw:
+                for data in (b"\xff", b"\x05abc"):
+                    raw.sendto(data, (host, int(port)))
+                await until(lambda: dish.stats().drops["malformed"] == 2)
+                raw.sendto(encode_datagram(b"other", b"not joined"), (host, int(port)))
+                raw.sendto(encode_datagram(b"g", b"joined"), (host, int(port)))
+                msg = await dish.recv_message()
+            assert (msg.group, msg.data) == (b"g", b"joined")
+            stats = dish.stats()
+            assert nonzero(stats.drops) == {"malformed": 2}
+            assert (stats.filtered, stats.messages_received, stats.bytes_received) == (1, 1, 7)
+            await radio.connect(endpoint)
+            await radio.send(b"x" * MAX_DATAGRAM, group=b"g")  # too big for one datagram
+            await radio.send(b"fits", group=b"g")
+            msg = await dish.recv_message()
+            assert msg.data == b"fits"
+            stats = radio.stats()
+            assert nonzero(stats.drops) == {"oversized": 1}
+            assert (stats.messages_sent, stats.bytes_sent) == (2, 1 + MAX_DATAGRAM + 1 + 4)
+
+
+async def test_curve_counts_the_payload_not_the_boxes() -> None:
+    server_public, server_secret = trizmq.curve_keypair()
+    public, secret = trizmq.curve_keypair()
+    client = trizmq.CurveClient(server_key=server_public, public_key=public, secret_key=secret)
+    messages = [[b"c" * (i % 250)] for i in range(2000)] + [[b"multi", b"part"], [b"y" * 5000]]
+    with trio.fail_after(30):
+        async with (
+            trizmq.Pull(security=trizmq.CurveServer(secret_key=server_secret)) as pull,
+            trizmq.Push(security=client) as push,
+        ):
+            await push.connect(await pull.bind("tcp://127.0.0.1:0"))
+
+            async def send() -> None:
+                await push.send_many(messages[:1000])
+                for msg in messages[1000:]:
+                    await push.send_multipart(msg)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send)
+                got = [await pull.recv_multipart() for _ in messages]
+            assert got == messages
+            sent, received = push.stats(), pull.stats()
+    assert (sent.messages_sent, sent.bytes_sent) == (len(messages), payload(messages))
+    assert (received.messages_received, received.bytes_received) == (
+        len(messages),
+        payload(messages),
+    )
+
+
+async def test_a_pub_counts_each_subscriber_it_reaches() -> None:
+    messages = [[b"t" * (i % 100)] for i in range(3000)]
+    with trio.fail_after(30):
+        async with trizmq.Pub(sndhwm=100_000) as pub:
+            endpoint = await pub.bind("tcp://127.0.0.1:0")
+            async with (
+                trizmq.Sub(connect=endpoint, subscribe=b"", rcvhwm=100_000) as first,
+                trizmq.Sub(connect=endpoint, subscribe=b"", rcvhwm=100_000) as second,
+                trizmq.Sub(connect=endpoint, subscribe=b"t", rcvhwm=100_000) as third,
+            ):
+                await until(lambda: pub.stats().subscriptions == 3)
+                for msg in messages[:1000]:
+                    await pub.send_multipart(msg)
+                await pub.send_many(messages[1000:2000])
+                for msg in messages[2000:]:
+                    await pub.send_multipart(msg)
+                for sub in (first, second):
+                    assert [await sub.recv_multipart() for _ in messages] == messages
+                # the empty message does not start with "t": the PUB never sends those
+                wanted = [msg for msg in messages if msg[0]]
+                assert [await third.recv_multipart() for _ in wanted] == wanted
+                stats = pub.stats()
+    size = payload(messages)
+    assert stats.messages_sent == 2 * len(messages) + len(wanted)
+    assert stats.bytes_sent == 3 * size  # the empty ones weigh nothing
+    assert sorted(peer.messages_sent for peer in stats.peers) == sorted(
+        [len(messages), len(messages), len(wanted)]
+    )
+    assert not nonzero(stats.drops) and stats.filtered == 0
