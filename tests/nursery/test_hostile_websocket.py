@@ -60,6 +60,14 @@ def hostile_cases() -> Iterator[tuple[str, object, str]]:
         await send(stream, header + bytes(200_000))  # refused long before the rest
         await wait_closed_by_server(stream)
 
+    def broken_frame(frame: bytes) -> object:
+        async def send_it(h: Harness, stream: trio.abc.Stream) -> None:
+            await upgraded(h, stream)
+            await send(stream, frame)
+            await wait_closed_by_server(stream)
+
+        return send_it
+
     async def endless_header(h: Harness, stream: trio.abc.Stream) -> None:
         await send(stream, b"GET /zmq HTTP/1.1\r\nHost: h\r\nX-Junk: ")
         for _ in range(40):
@@ -78,6 +86,25 @@ def hostile_cases() -> Iterator[tuple[str, object, str]]:
     yield "text-message", text_message, "text message"
     yield "unmasked-frame", unmasked_frame, "1002"
     yield "oversized", oversized, "exceeds the 1000000-byte limit"
+    # RFC 6455's rules, each broken in a client frame (masked with a zero key)
+    zero_key = bytes(4)
+    yield "rsv-bits", broken_frame(b"\xc2\x82" + zero_key + b"\x00x"), "reserved bits 0x40"
+    yield "reserved-opcode", broken_frame(b"\x83\x80" + zero_key), "reserved opcode 0x3"
+    yield (
+        "fragmented-ping",
+        broken_frame(b"\x09\x80" + zero_key),
+        "a fragmented ping frame (WebSocket close code 1002)",
+    )
+    yield (
+        "long-ping",
+        broken_frame(b"\x89\xfe\x00\x7e" + zero_key + bytes(126)),
+        "ping frame of 126 bytes",
+    )
+    yield (
+        "continuation-alone",
+        broken_frame(b"\x80\x82" + zero_key + b"\x00x"),
+        "continuation frame with no message open",
+    )
     yield "endless-http-header", endless_header, "bad WebSocket upgrade"
     yield "no-fitting-protocol", no_fitting_protocol, "no ZWS 2.0 protocol fits"
     yield "zmtp-instead-of-http", zmtp_instead_of_http, "not an HTTP request"

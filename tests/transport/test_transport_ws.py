@@ -5,6 +5,7 @@ trustme), paths, heartbeats, and hostile WebSocket peers (in
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 
@@ -234,3 +235,39 @@ async def test_a_websocket_ping_from_the_peer_is_answered_and_never_delivered(
                 if with_message:
                     assert await pull.recv() == b"second"
                 assert await pull.recv() == b"last"
+
+
+async def test_a_server_that_masks_its_frames_loses_its_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """RFC 6455: a server's frames are not masked. A trizmq client reading one drops
+    the connection with the reason logged (and retries, as after any refusal)."""
+    caplog.set_level(logging.WARNING, logger="trizmq")
+    accepted = trio.Event()
+
+    async def hostile_server(stream: trio.SocketStream) -> None:
+        ws = WSConnection(ConnectionType.SERVER)
+        while not any(isinstance(e, Request) for e in ws.events()):
+            ws.receive_data(await stream.receive_some(65536))
+        ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PULL"
+        # a READY as a client would frame it: masked (zero key)
+        masked = bytes((0x82, 0x80 | len(ready))) + bytes(4) + ready
+        await stream.send_all(ws.send(AcceptConnection(subprotocol="ZWS2.0/NULL")) + masked)
+        accepted.set()
+        with trio.move_on_after(5):
+            while await stream.receive_some(65536):
+                pass
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            [listener] = await nursery.start(
+                functools.partial(trio.serve_tcp, hostile_server, 0, host="127.0.0.1")
+            )
+            port = listener.socket.getsockname()[1]
+            async with trizmq.Push(connect=f"ws://127.0.0.1:{port}/") as push:
+                await accepted.wait()
+                reason = "server frame that is masked"
+                while not any(reason in r.getMessage() for r in caplog.records):
+                    await trio.sleep(0.01)
+                assert push.statistics()["live_peers"] == 0
+            nursery.cancel_scope.cancel()

@@ -3,9 +3,12 @@ into each other, and hostile input handed to a server."""
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
     AcceptConnection,
@@ -16,6 +19,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.events import Ping as WsPing
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from trizmq.zmtp import ProtocolError
@@ -438,3 +442,198 @@ def test_other_types_over_ws_ignore_the_bound() -> None:
     for i in range(0, len(wire), 100):
         got += server.receive_data(wire[i : i + 100])
     assert got == [[b"\x01" + b"t" * 3000]]
+
+
+# -- the frame codec under ZWS, against wsproto ------------------------------------------------
+
+
+def open_client(socket_type: str = "DEALER") -> tuple[ZwsConnection, WSConnection]:
+    """A client past the upgrade and the NULL handshake, and the raw server talking to it."""
+    client = ZwsConnection(socket_type, client=True, host="h:1", path="/zmq")
+    ws = WSConnection(ConnectionType.SERVER)
+    ws.receive_data(client.start())
+    list(ws.events())
+    ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x06ROUTER"
+    reply = ws.send(AcceptConnection(subprotocol="ZWS2.0/NULL"))
+    # the 101 and the first frame in one read: wsproto is handed the head only
+    [done] = client.receive_data(reply + ws.send(BytesMessage(data=ready)))
+    assert isinstance(done, HandshakeComplete) and done.socket_type == "ROUTER"
+    ws.receive_data(client.data_to_send())
+    [ours] = [bytes(e.data) for e in ws.events()]  # type: ignore[attr-defined]
+    assert ours.startswith(b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER")
+    return client, ws
+
+
+def test_frames_after_the_request_in_the_same_read_are_read() -> None:
+    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    ws, request = raw_client(["ZWS2.0/NULL"])
+    ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
+    # (a client waits for the 101 before it sends: this one did not)
+    fake = WSConnection(ConnectionType.SERVER)
+    fake.receive_data(request)
+    list(fake.events())
+    ws.receive_data(fake.send(AcceptConnection(subprotocol="ZWS2.0/NULL")))
+    list(ws.events())
+    wire = request + ws.send(BytesMessage(data=ready)) + ws.send(BytesMessage(data=b"\x00hi"))
+    for cut in (len(request) - 1, len(request), len(request) + 3):
+        server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+        got = server.receive_data(wire[:cut]) + server.receive_data(wire[cut:])
+        assert isinstance(got[0], HandshakeComplete) and got[1:] == [[b"hi"]]
+
+
+ZMTP_SIZES = st.one_of(
+    st.integers(0, 124),
+    st.integers(125, 65534),
+    st.integers(65535, 1024 * 1024),
+    st.sampled_from([0, 124, 125, 126, 65534, 65535, 1024 * 1024]),
+)
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=st.lists(
+        st.lists(st.tuples(ZMTP_SIZES, st.integers(0, 255)), min_size=1, max_size=3),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_what_zws_writes_wsproto_reads_as_the_same_messages(
+    side: str, messages: list[list[tuple[int, int]]]
+) -> None:
+    """Each ZMTP frame one binary WebSocket message: its flag byte and its body, every
+    length form, masked from a client, unmasked from a server."""
+    codec, ws = open_client() if side == "client" else open_server("PUSH", b"PULL")
+    encode = codec.message_encoder()
+    wire = bytearray()
+    expected: list[bytes] = []
+    for message in messages:
+        frames = [bytes([fill]) * size for size, fill in message]
+        encode(wire, frames)
+        expected += [
+            (b"\x01" if i < len(frames) - 1 else b"\x00") + f for i, f in enumerate(frames)
+        ]
+    ws.receive_data(bytes(wire))
+    got = list(ws.events())
+    assert all(isinstance(e, BytesMessage) and e.message_finished for e in got)
+    assert [bytes(e.data) for e in got] == expected  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=st.lists(
+        st.tuples(
+            st.lists(ZMTP_SIZES, min_size=1, max_size=3),
+            st.lists(st.integers(0, 1024 * 1024), max_size=3),  # fragment boundaries
+            st.lists(st.binary(max_size=125), max_size=2),  # PINGs and PONGs inside
+        ),
+        max_size=4,
+    ),
+    close=st.none()
+    | st.tuples(st.sampled_from([1000, 1001, 1008, 1011, 4000]), st.text(max_size=12)),
+    points=st.lists(st.integers(0, 4 * 1024 * 1024), max_size=8),
+)
+def test_what_wsproto_writes_zws_reads_as_the_same_messages_and_events(
+    side: str,
+    messages: list[tuple[list[int], list[int], list[bytes]]],
+    close: tuple[int, str] | None,
+    points: list[int],
+) -> None:
+    codec, ws = open_client() if side == "client" else open_server("PULL", b"PUSH")
+    wire = bytearray()
+    expected: list[object] = []
+    for sizes, bounds, controls in messages:
+        frames = [bytes([i % 256]) * size for i, size in enumerate(sizes)]
+        for i, frame in enumerate(frames):
+            payload = (b"\x01" if i < len(frames) - 1 else b"\x00") + frame
+            marks = sorted({b % (len(payload) + 1) for b in bounds})
+            pieces = [payload[a:b] for a, b in itertools.pairwise([0, *marks, len(payload)])]
+            for j, piece in enumerate(pieces):
+                wire += ws.send(BytesMessage(data=piece, message_finished=j == len(pieces) - 1))
+                inside = i < len(frames) - 1 or j < len(pieces) - 1
+                if j < len(controls) and i == 0 and inside:
+                    # a PING inside the message is answered (a PONG is only bytes heard)
+                    wire += ws.send(
+                        WsPing(payload=controls[j]) if j % 2 == 0 else Pong(payload=controls[j])
+                    )
+                    if j % 2 == 0:
+                        expected.append(Ping(0.0, controls[j]))
+        expected.append(frames)
+    if close is not None:
+        wire += ws.send(CloseConnection(code=close[0], reason=close[1]))
+    wire = bytes(wire)
+    marks = sorted({p % (len(wire) + 1) for p in points})
+    got: list[object] = []
+    ended: BaseException | None = None
+    try:
+        for a, b in itertools.pairwise([0, *marks, len(wire)]):
+            got += codec.receive_data(wire[a:b])
+        codec.receive_data(b"")
+    except (ProtocolError, ConnectionResetError) as exc:
+        ended = exc
+    # the messages in order, each PING where it came (before its message's end); a
+    # CLOSE with an error code drops what came with it in its read
+    if close is None or close[0] in (1000, 1001):
+        assert got == expected
+    else:
+        assert got == expected[: len(got)]
+    if close is None:
+        assert ended is None
+    elif close[0] in (1000, 1001):
+        assert isinstance(ended, ConnectionResetError) and f"({close[0]})" in str(ended)
+        ws.receive_data(codec.data_to_send())  # the CLOSE was answered, by wsproto
+        assert [e.code for e in ws.events() if isinstance(e, CloseConnection)] == [close[0]]
+    else:
+        assert isinstance(ended, ProtocolError)
+        assert f"code {close[0]}" in str(ended) and close[1] in str(ended)
+
+
+def test_a_masked_server_frame_is_refused() -> None:
+    client, _ = open_client()
+    masked = FrameProtocol(client=True, extensions=[]).send_data(b"\x00hello")
+    with pytest.raises(ProtocolError, match=r"server frame that is masked.*1002"):
+        client.receive_data(masked)
+
+
+def raw_frame(b0: int, payload: bytes, *, length: bytes | None = None) -> bytes:
+    """A client frame made by hand (masked with a zero key)."""
+    if length is None:
+        length = bytes((len(payload),))
+    return bytes((b0, length[0] | 0x80)) + length[1:] + bytes(4) + payload
+
+
+@pytest.mark.parametrize(
+    ("frame", "reason"),
+    [
+        (raw_frame(0xC2, b"\x00x"), "reserved bits 0x40"),
+        (raw_frame(0x83, b""), "reserved opcode 0x3"),
+        (raw_frame(0x09, b"ping"), "fragmented ping"),
+        (raw_frame(0x89, bytes(126), length=b"\x7e\x00\x7e"), "ping frame of 126 bytes"),
+        (raw_frame(0x80, b"\x00x"), "continuation frame with no message open"),
+        (raw_frame(0x02, b"\x00x") + raw_frame(0x82, b"\x00y"), "inside a fragmented message"),
+    ],
+    ids=["rsv", "opcode", "fragmented-control", "long-control", "continuation", "interleaved"],
+)
+def test_frames_breaking_rfc_6455_are_refused(frame: bytes, reason: str) -> None:
+    server, _ = open_server()
+    with pytest.raises(ProtocolError, match=rf"{reason}.*1002"):
+        server.receive_data(frame)
+
+
+def test_a_ping_in_a_read_of_messages_counts_among_the_commands() -> None:
+    """The runtime looks at each event of a read only when the count moved."""
+    server, ws = open_server()
+    commands = server.commands_parsed
+    got = server.receive_data(ws.send(BytesMessage(data=b"\x00a")) + ws.send(WsPing(payload=b"p")))
+    assert got == [[b"a"], Ping(0.0, b"p")]
+    assert server.commands_parsed == commands + 1
+
+
+def test_a_fragmented_message_over_the_limit_is_refused_at_the_header_that_breaks_it() -> None:
+    server, ws = open_server(maxmsgsize=1000)
+    first = ws.send(BytesMessage(data=b"\x00" + bytes(600), message_finished=False))
+    second = ws.send(BytesMessage(data=bytes(600)))
+    assert server.receive_data(first) == []
+    with pytest.raises(ProtocolError, match="after 601 bytes of its message exceeds"):
+        server.receive_data(second[:14])

@@ -1,8 +1,10 @@
 """ZWS 2.0 (RFC 45): ZeroMQ over WebSocket, sans I/O.
 
 A :class:`ZwsConnection` is the codec of one ``ws://``/``wss://`` connection. It
-speaks RFC 6455 through ``wsproto`` (the HTTP upgrade, framing, masking and control
-frames are wsproto's, never written here) and ZMTP through an inner
+speaks RFC 6455 in two parts: ``wsproto`` does the HTTP upgrade (the request, the
+response, the ``Sec-WebSocket-*`` checks) and the closing handshake (a CLOSE read
+and answered), and the data frames go through trizmq's own frame codec,
+:mod:`trizmq.zmtp.wsframes` (masking at C speed). ZMTP is spoken through an inner
 :class:`~trizmq.zmtp.connection.Connection`, which keeps doing what it does on tcp:
 the mechanism handshake (NULL, PLAIN, CURVE), ZAP, the socket-type check, every
 limit on frames and messages, and encryption.
@@ -26,13 +28,20 @@ The mapping, as libzmq 4.3's ws engine does it:
   :class:`~trizmq.zmtp.events.Ping` event (TTL 0) to be answered with
   :meth:`ZwsConnection.encode_pong`.
 
-Hostile input: a text message, a client frame that is not masked, a malformed
-frame or an oversized message ends the connection with a :class:`ProtocolError`
-naming it; no message is buffered past ``maxmsgsize`` (or, before the handshake
-is complete, past :data:`HANDSHAKE_FRAME_LIMIT`); the HTTP request or response
-is bounded by h11 (:data:`MAX_HTTP_HEAD`). On a PUB or XPUB, a subscription
-message (``\\x01topic``, or a SUBSCRIBE command) whose topic is over
-``max_subscription`` is refused as soon as its first bytes and its size (the
+Strategy: wsproto is handed the HTTP head only (the bytes up to its blank line);
+what follows it in the same read is already frames, and goes to the frame codec.
+Every binary message of a read is turned back into a ZMTP frame (its header, then
+its body) and the inner connection parses them all with one call, as it parses a
+read on tcp.
+
+Hostile input: a text message, a client frame that is not masked, a frame that
+breaks RFC 6455 (see :mod:`~trizmq.zmtp.wsframes`) or an oversized message ends the
+connection with a :class:`ProtocolError` naming it; no message is buffered past
+``maxmsgsize`` (or, before the handshake is complete, past
+:data:`HANDSHAKE_FRAME_LIMIT`): a frame declaring more is refused at its header; the
+HTTP request or response is bounded by h11 (:data:`MAX_HTTP_HEAD`). On a PUB or
+XPUB, a subscription message (``\\x01topic``, or a SUBSCRIBE command) whose topic is
+over ``max_subscription`` is refused as soon as its first bytes and its size (the
 WebSocket frame's declared length, or what arrived) tell it: the rest is counted
 off, not kept, and its end reported as one
 :class:`~trizmq.zmtp.events.SubscriptionRefused`, as the inner connection does on tcp.
@@ -42,23 +51,16 @@ way, unreported: it could cancel nothing held.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import (
     AcceptConnection,
-    BytesMessage,
     CloseConnection,
     RejectConnection,
     Request,
-    TextMessage,
-)
-from wsproto.events import (
-    Ping as WsPing,
-)
-from wsproto.events import (
-    Pong as WsPong,
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
@@ -67,12 +69,13 @@ from .connection import Connection, Received
 from .encoding import Buffer
 from .errors import ProtocolError
 from .events import HandshakeComplete, Ping, SubscriptionRefused
-from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, frame_header
+from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, SHORT_HEADERS, frame_header
 from .greeting import build_greeting
 from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .metadata import encode_metadata
 from .socket_types import TAKES_SUBSCRIPTIONS
+from .wsframes import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
 
 __all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
 
@@ -85,6 +88,8 @@ MAX_HTTP_HEAD = 16 * 1024
 _MORE_FLAG = 0x01
 _COMMAND_FLAG = 0x02
 _ZWS_FLAGS = {0: b"\x00", MORE: b"\x01", COMMAND: b"\x02", COMMAND | MORE: b"\x03"}
+#: the end of an HTTP head, as h11 finds it (a blank line, CRLF or LF)
+_HEAD_END = re.compile(b"\n\r?\n")
 #: how a binary message starts if it is a subscription (a last frame ``\x01topic``, a
 #: SUBSCRIBE command) or a cancel (a last frame ``\x00topic``, a CANCEL command)
 _TOPIC_HEADS = (b"\x00\x01", b"\x02\x09SUBSCRIBE", b"\x00\x00", b"\x02\x06CANCEL")
@@ -93,6 +98,8 @@ _SUBSCRIBE_HEADS = frozenset(_TOPIC_HEADS[:2])
 _LONGEST_HEAD = max(map(len, _TOPIC_HEADS))
 # normal endings of a WebSocket: going away, closed, closed with no status
 _NORMAL_CLOSE = frozenset({1000, 1001, 1005})
+#: the ZMTP header of a last (0) or more (1) frame of a short body, by body size
+_SHORT_ZMTP = (SHORT_HEADERS[0], SHORT_HEADERS[MORE])
 
 
 def offered_protocols(mechanism: bytes) -> list[str]:
@@ -151,10 +158,14 @@ class ZwsConnection:
         self._path = path or "/"
         self._identity = identity
         self._ws = WSConnection(ConnectionType.CLIENT if client else ConnectionType.SERVER)
+        self._decoder = FrameDecoder(client=client)
+        self._encoder = FrameEncoder(client=client)
         #: the largest body of one WebSocket message in traffic (its flag byte aside)
         self._limit = maxmsgsize if maxmsgsize >= 0 else MAX_FRAME_SIZE
         #: the upgrade is done and the ZMTP side has started
         self._open = False
+        #: the last bytes handed to wsproto in the upgrade (where a blank line may begin)
+        self._head_tail = b""
         #: ZWS2.0 with no mechanism: the peer's routing id is still to come
         self._awaiting_identity = False
         self._protocol = ""
@@ -183,6 +194,8 @@ class ZwsConnection:
         self._outbox = bytearray()
         #: a normal close the peer sent after messages still to be handed on
         self._peer_closed: str | None = None
+        #: the peer's CLOSE came: nothing more is sent but the answer
+        self._closing = False
         self._started = False
         #: a server has looked at the first byte of the request
         self._request_seen = False
@@ -300,51 +313,56 @@ class ZwsConnection:
         """Consume ``data``: every event and message it completed, in order."""
         if self._peer_closed is not None:
             raise _EndedByPeer(self._peer_closed)
-        if not self._open and not self._client and data and not self._request_seen:
-            self._request_seen = True
-            if not bytes(data[:1]).isalpha():
-                raise ProtocolError("bad WebSocket upgrade: not an HTTP request")
-        try:
-            self._ws.receive_data(bytes(data))
-        except RemoteProtocolError as exc:
-            raise ProtocolError(f"bad WebSocket upgrade: {exc}") from None
         zmtp = bytearray()
+        if not self._open:
+            data = self._upgrade(bytes(data), zmtp)
         events: list[Received] = []
-        try:
-            for event in self._ws.events():
-                cls = event.__class__
-                if cls is BytesMessage:
-                    self._take_binary(event, zmtp, events)  # type: ignore[arg-type]
-                elif cls is WsPing:
-                    # answered through the runtime, as a ZMTP PING would be
-                    self._flush_into(zmtp, events)
-                    events.append(Ping(0.0, bytes(event.payload)))  # type: ignore[attr-defined]
-                    self._pings += 1
-                elif cls is WsPong:
-                    pass  # the bytes read were the answer the heartbeat waits for
-                elif cls is Request:
-                    self._on_request(event)  # type: ignore[arg-type]
-                    self._begin(zmtp)
-                elif cls is AcceptConnection:
-                    self._protocol = event.subprotocol or ""  # type: ignore[attr-defined]
-                    self._begin(zmtp)
-                elif cls is RejectConnection:
-                    code = event.status_code  # type: ignore[attr-defined]
-                    raise ProtocolError(f"the server refused the WebSocket upgrade ({code})")
-                elif cls is TextMessage:
-                    raise ProtocolError("a WebSocket text message (ZWS carries binary ones)")
-                elif cls is CloseConnection:
-                    self._on_close(event, zmtp, events)  # type: ignore[arg-type]
-                    break
-                # RejectData (a refusal's body) needs nothing
-        except LocalProtocolError as exc:
-            raise ProtocolError(f"WebSocket: {exc}") from None
-        if self._open:
-            self._check_declared()
+        if data:
+            self._read_frames(data, zmtp, events)
         self._flush_into(zmtp, events)
         if self._peer_closed is not None and not events:
             raise _EndedByPeer(self._peer_closed)
         return events
+
+    def _upgrade(self, data: bytes, zmtp: bytearray) -> bytes:
+        """Hand wsproto the HTTP head in ``data``; what follows the upgrade (frames)
+        is returned, b"" while the upgrade is not done."""
+        if not self._client and data and not self._request_seen:
+            self._request_seen = True
+            if not data[:1].isalpha():
+                raise ProtocolError("bad WebSocket upgrade: not an HTTP request")
+        while data and not self._open:
+            tail = self._head_tail
+            found = _HEAD_END.search(tail + data)
+            if found is None:
+                head, data = data, b""
+                self._head_tail = (tail + head)[-2:]
+            else:
+                cut = found.end() - len(tail)
+                head, data = data[:cut], data[cut:]
+                self._head_tail = b""
+            try:
+                self._ws.receive_data(head)
+                self._upgrade_events(zmtp)
+            except RemoteProtocolError as exc:
+                raise ProtocolError(f"bad WebSocket upgrade: {exc}") from None
+            except LocalProtocolError as exc:
+                raise ProtocolError(f"WebSocket: {exc}") from None
+        return data
+
+    def _upgrade_events(self, zmtp: bytearray) -> None:
+        for event in self._ws.events():
+            cls = event.__class__
+            if cls is Request:
+                self._on_request(event)  # type: ignore[arg-type]
+                self._begin(zmtp)
+            elif cls is AcceptConnection:
+                self._protocol = event.subprotocol or ""  # type: ignore[attr-defined]
+                self._begin(zmtp)
+            elif cls is RejectConnection:
+                code = event.status_code  # type: ignore[attr-defined]
+                raise ProtocolError(f"the server refused the WebSocket upgrade ({code})")
+            # RejectData (a refusal's body) needs nothing
 
     def _on_request(self, request: Request) -> None:
         offers = list(request.subprotocols)
@@ -373,39 +391,101 @@ class ZwsConnection:
             # routing ids only: our READY is never sent, the peer's is made up from
             # its first message; ours is the routing id
             self._awaiting_identity = True
-            self._outbox += self._ws_message(b"\x00" + self._identity)
+            self._encoder.binary_into(self._outbox, b"\x00", self._identity)
         elif self._protocol.partition("/")[2].encode("ascii") != mechanism.name:
             raise ProtocolError(f"the server chose {self._protocol!r}, not our mechanism")
 
-    def _on_close(self, event: CloseConnection, zmtp: bytearray, events: list[Received]) -> None:
-        if event.code in _NORMAL_CLOSE:
-            self._flush_into(zmtp, events)
-            self._peer_closed = f"the peer closed the WebSocket ({event.code})"
-            if self._ws.state is ConnectionState.REMOTE_CLOSING:
-                self._outbox += self._ws.send(event.response())
-            return
-        reason = f": {event.reason}" if event.reason else ""
-        raise ProtocolError(f"WebSocket closed with code {event.code}{reason}")
+    def _on_close(self, frame: bytes, zmtp: bytearray, events: list[Received]) -> None:
+        """The peer's CLOSE frame, as it came: wsproto reads it and answers it."""
+        self._closing = True
+        self._ws.receive_data(frame)
+        for event in self._ws.events():
+            if not isinstance(event, CloseConnection):
+                continue
+            code, reason = event.code, event.reason
+            if code in _NORMAL_CLOSE:
+                self._flush_into(zmtp, events)
+                self._peer_closed = f"the peer closed the WebSocket ({code})"
+                if self._ws.state is ConnectionState.REMOTE_CLOSING:
+                    self._outbox += self._ws.send(event.response())
+                return
+            shown = f": {reason}" if reason else ""
+            raise ProtocolError(f"WebSocket closed with code {code}{shown}")
 
     # -- messages in --------------------------------------------------------------------
-    def _take_binary(self, event: BytesMessage, zmtp: bytearray, events: list[Received]) -> None:
-        """One piece of a binary message: checked against the limit before it is kept."""
-        data = event.data
+    def _read_frames(self, data: Buffer, zmtp: bytearray, events: list[Received]) -> None:
+        """Every frame ``data`` carries: binary messages into ``zmtp`` as ZMTP frames,
+        PINGs as events, a CLOSE to wsproto."""
+        pieces = self._decoder.receive_data(data)
+        # traffic with no message in pieces: whole one-frame messages are translated
+        # inline, as long as they last (the commonest by far)
+        fast = self._inner.handshake_complete and not self._awaiting_identity
+        limit = self._limit + 1
+        short = _SHORT_ZMTP
+        for opcode, payload, remaining, fin in pieces:
+            if opcode <= BINARY:
+                if opcode == TEXT:
+                    raise ProtocolError("a WebSocket text message (ZWS carries binary ones)")
+                size = len(payload)
+                if fast and fin and not remaining and not self._partial_size and size <= limit:
+                    flags = payload[0] if size else 0xFF
+                    if flags <= _MORE_FLAG:
+                        self._more = flags == _MORE_FLAG
+                        size -= 1
+                        if size < 256:
+                            zmtp += short[flags][size]
+                        else:
+                            zmtp += frame_header(flags, size)
+                        zmtp += memoryview(payload)[1:]
+                        continue
+                self._take_binary(payload, remaining, fin, zmtp, events)
+                if not self._inner.handshake_complete:
+                    # the handshake's commands are read one at a time: its limits
+                    # and its end apply from the next message on
+                    self._flush_into(zmtp, events)
+                    fast = self._inner.handshake_complete and not self._awaiting_identity
+            elif opcode == PING:
+                # answered through the runtime, as a ZMTP PING would be
+                self._flush_into(zmtp, events)
+                events.append(Ping(0.0, payload))
+                self._pings += 1
+            elif opcode == CLOSE:
+                self._on_close(payload, zmtp, events)
+            # a PONG: the bytes read were the answer the heartbeat waits for
+
+    def _take_binary(
+        self,
+        data: bytes,
+        remaining: int,
+        fin: bool,
+        zmtp: bytearray,
+        events: list[Received],
+    ) -> None:
+        """One piece of a binary message, ``remaining`` bytes of its frame still to
+        come: checked against the limit (the frame's declared length included) before
+        it is kept."""
         limit = self._limit if self._inner.handshake_complete else HANDSHAKE_FRAME_LIMIT
         size = self._partial_size + len(data)
-        if size > limit + 1:
+        if size + remaining > limit + 1:
+            declared = len(data) + remaining
+            before = self._partial_size
+            also = f" after {before} bytes of its message" if before else ""
             raise ProtocolError(
-                f"a WebSocket message of over {size - 1} bytes exceeds the {limit}-byte limit"
+                f"a WebSocket frame declaring {declared} bytes{also} exceeds the "
+                f"{limit}-byte limit",
+                cause="limit",
             )
+        finished = fin and not remaining
         if self._discarding:
             self._partial_size = size
-            if event.message_finished:
+            if finished:
                 self._refuse(size, zmtp, events)
             return
-        if not event.message_finished:
-            self._partial.append(data)
+        if not finished:
+            if data:
+                self._partial.append(data)
             self._partial_size = size
-            if self._max_subscription is not None and data and self._refuses(size):
+            if self._max_subscription is not None and size and self._refuses(size, remaining):
                 self._partial.clear()
                 self._discarding = True
             return
@@ -414,7 +494,7 @@ class ZwsConnection:
             self._partial.append(data)
             data = b"".join(self._partial)
             self._partial.clear()
-            self._partial_size = 0
+        self._partial_size = 0
         if not data:
             raise ProtocolError("an empty WebSocket message (no ZWS flag byte)")
         flags = data[0]
@@ -431,10 +511,10 @@ class ZwsConnection:
         zmtp += frame_header(COMMAND if flags & _COMMAND_FLAG else MORE if flags else 0, len(body))
         zmtp += body
 
-    def _refuses(self, size: int) -> bool:
-        """Whether the binary message arriving, ``size`` bytes so far, is a subscription
-        or a cancel whose topic is over the bound (PUB and XPUB only): told by its
-        first bytes and its size, the rest of its WebSocket frame counted as declared."""
+    def _refuses(self, size: int, remaining: int) -> bool:
+        """Whether the binary message arriving, ``size`` bytes so far and ``remaining``
+        more declared by its frame, is a subscription or a cancel whose topic is over
+        the bound (PUB and XPUB only): told by its first bytes and its size."""
         if self._head is None:
             if self._more or self._awaiting_identity or not self._inner.handshake_complete:
                 self._head = b""
@@ -444,9 +524,8 @@ class ZwsConnection:
                     return False
         if not self._head:
             return False
-        known = size + self._declared_remaining()[1]
         assert self._max_subscription is not None
-        return known - len(self._head) > self._max_subscription
+        return size + remaining - len(self._head) > self._max_subscription
 
     def _topic_head(self) -> bytes | None:
         """The subscription or cancel head the message arriving starts with; b"" when
@@ -477,29 +556,6 @@ class ZwsConnection:
         self._head = None
         self._partial_size = 0
 
-    def _declared_remaining(self) -> tuple[int, int]:
-        """The declared length of the WebSocket data frame arriving and how much of it
-        is still to come; (0, 0) when none is or it cannot be read. wsproto parses the
-        header but does not publish it: its frame decoder's ``header`` is read here
-        (wsproto 1.x)."""
-        decoder = getattr(getattr(self._ws.connection, "_proto", None), "_frame_decoder", None)
-        header = getattr(decoder, "header", None)
-        declared = getattr(header, "payload_len", None)
-        if not isinstance(declared, int) or header.opcode.iscontrol():  # type: ignore[union-attr]
-            return 0, 0
-        return declared, declared - getattr(decoder, "payload_consumed", 0)
-
-    def _check_declared(self) -> None:
-        """Refuse a frame whose declared length is over the limit as soon as its header
-        is in, not once that much has been received (without wsproto's header, the
-        size received so far is still checked piece by piece)."""
-        declared, remaining = self._declared_remaining()
-        limit = self._limit if self._inner.handshake_complete else HANDSHAKE_FRAME_LIMIT
-        if self._partial_size + remaining > limit + 1:
-            raise ProtocolError(
-                f"a WebSocket frame declaring {declared} bytes exceeds the {limit}-byte limit"
-            )
-
     def _identity_message(self, flags: int, body: memoryview, zmtp: bytearray) -> None:
         """ZWS2.0 with no mechanism: the peer's first message is its routing id."""
         if flags:
@@ -524,20 +580,13 @@ class ZwsConnection:
                 events.append(event)
 
     # -- messages out -------------------------------------------------------------------
-    def _ws_message(self, payload: bytes | bytearray) -> bytes:
-        return self._send(BytesMessage(data=payload))
-
-    def _send(self, event: BytesMessage | WsPing | WsPong) -> bytes:
-        """``event``'s bytes; nothing once the WebSocket is closing (the peer sent a
-        CLOSE: what is still queued for it is lost with the connection, as on tcp)."""
-        if self._ws.state is not ConnectionState.OPEN:
-            return b""
-        return self._ws.send(event)
-
     def _frames_of(self, zmtp: Buffer) -> bytes:
         """Our own ZMTP bytes (well formed: we made them), one WebSocket message a frame."""
-        src = bytes(zmtp)
+        if self._closing:
+            return b""
+        src = memoryview(zmtp)
         out = bytearray()
+        binary = self._encoder.binary_into
         pos, end = 0, len(src)
         while pos < end:
             flags = src[pos]
@@ -547,7 +596,7 @@ class ZwsConnection:
             else:
                 size = src[pos + 1]
                 pos += 2
-            out += self._ws_message(_ZWS_FLAGS[flags & (MORE | COMMAND)] + src[pos : pos + size])
+            binary(out, _ZWS_FLAGS[flags & (MORE | COMMAND)], src[pos : pos + size])
             pos += size
         return bytes(out)
 
@@ -559,10 +608,15 @@ class ZwsConnection:
         return self._encode_plain_into
 
     def _encode_plain_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
-        send = self._ws_message
+        if self._closing:
+            return
+        binary = self._encoder.binary_into
         last = len(frames) - 1
+        if not last:
+            binary(out, b"\x00", frames[0])
+            return
         for i, frame in enumerate(frames):
-            out += send((b"\x01" if i < last else b"\x00") + bytes(frame))
+            binary(out, b"\x01" if i < last else b"\x00", frame)
 
     def _encode_wrapped_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
         zmtp = bytearray()
@@ -590,11 +644,18 @@ class ZwsConnection:
 
     def encode_ping(self, ttl: float, context: bytes = b"") -> bytes:
         """A WebSocket PING (its payload the context): libzmq answers it with a PONG."""
-        return self._send(WsPing(payload=context))
+        return self._control(PING, context)
 
     def encode_pong(self, context: bytes) -> bytes:
         """A WebSocket PONG echoing a PING's payload."""
-        return self._send(WsPong(payload=context))
+        return self._control(PONG, context)
+
+    def _control(self, opcode: int, payload: bytes) -> bytes:
+        """A PING or PONG; nothing once the WebSocket is closing (the peer sent a
+        CLOSE: what is still queued for it is lost with the connection, as on tcp)."""
+        if self._closing or not self._open:
+            return b""
+        return self._encoder.frame(opcode, payload[:MAX_CONTROL])
 
     def encode_error(self, reason: str) -> bytes:
         if not self._open:
