@@ -148,6 +148,16 @@ async def test_conflate_replacements_are_drops() -> None:
             assert stats.messages_sent == 5 and stats.queued_out == 1
             assert nonzero(stats.drops) == {"conflate": 4}
             assert only_peer(stats).drops["conflate"] == 4
+        # on inproc the conflating queue is both sockets': each counts its side
+        async with trizmq.Pull() as pull, trizmq.Push(conflate=True) as push:
+            await push.connect(await pull.bind("inproc://conflated"))
+            for i in range(5):
+                await push.send(b"%d" % i)
+            assert await pull.recv() == b"4"
+            sent, received = push.stats(), pull.stats()
+            assert (sent.messages_sent, received.messages_received) == (5, 1)
+            assert nonzero(sent.drops) == nonzero(received.drops) == {"conflate": 4}
+            assert sent.queued_out == received.queued_in == 0
 
 
 async def test_a_departed_peers_queue_is_dropped_at_disconnect() -> None:

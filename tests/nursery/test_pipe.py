@@ -6,7 +6,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from trizmq.nursery.pipe import ConflatePipe, Pipe
+from trizmq.nursery.pipe import ConflateLinkPipe, ConflatePipe, LinkPipe, Pipe
 
 
 class Counter:
@@ -279,3 +279,64 @@ def test_offer_many_each_is_offer_many_to_every_pipe() -> None:
     assert pipes[2].drain() == [[b"old"], [b"a"], [b"b"], [b"c"]]
     assert pipes[3].drain() == [[b"old"], [b"old"]]
     assert pipes[4].drain() == [[b"d"]]
+
+
+def test_a_pipe_counts_refusals_and_what_a_clear_drops() -> None:
+    # a pipe counts no message itself: its writer and reader do, in batches
+    pipe = Pipe(2, exits=True)
+    assert pipe.offer([b"a"]) and pipe.offer([b"bc"])
+    assert not pipe.offer([b"d"])
+    assert pipe.offer_many([[b"e"], [b"f"]]) == 0
+    assert (pipe.passed, pipe.refused) == (0, 3)
+    pipe.put(Ping())  # a command is no message
+    assert pipe.queued(bare=False) == (2, 3)
+    pipe.clear()
+    # dropped with a departed peer: they left the queue, and were lost
+    assert (pipe.passed, pipe.octets, pipe.peak) == (2, 3, 3)
+    assert pipe.counted("disconnect") == 2 and pipe.counted("hwm") == 0
+
+
+def test_a_bytes_item_is_a_message_only_in_an_incoming_queue() -> None:
+    pipe = Pipe(0)
+    pipe.extend([b"bare", [b"list", b"ed"], Ping()])
+    assert pipe.queued(bare=True) == (2, 10)
+    assert pipe.queued(bare=False) == (1, 6)  # outgoing: bytes are a message's rest
+
+
+def test_an_inproc_link_counts_what_enters_and_its_peak() -> None:
+    pipe = LinkPipe(3)
+    assert [pipe.offer([b"x"]) for _ in range(5)] == [True, True, True, False, False]
+    assert (pipe.passed, pipe.peak, pipe.refused) == (3, 3, 2)
+    pipe.poll_item()
+    pipe.put([b"y"])
+    pipe.put(Ping())  # a command: no message, but an entry of the queue
+    assert (pipe.passed, pipe.peak) == (4, 4)
+    assert pipe.offer_many([[b"z"]] * 3) == 0  # over the mark
+    pipe.drain()
+    assert pipe.offer_many([[b"z"]] * 5) == 3
+    pipe.extend([[b"w"]])
+    assert (pipe.passed, pipe.peak, pipe.octets) == (8, 4, 0)  # no bytes on a link
+    unbounded = LinkPipe(0)
+    for _ in range(10):
+        unbounded.offer([b"u"])
+    assert (unbounded.passed, unbounded.peak) == (10, 10)
+
+
+def test_conflate_counts_its_replacements_as_drops() -> None:
+    outgoing = ConflatePipe(exits=True)
+    for body in (b"1", b"22", b"333"):
+        outgoing.offer([body])
+    # counted as they left the queue: what waits is added in the snapshot
+    assert (outgoing.passed, outgoing.octets) == (2, 3)
+    assert outgoing.counted("conflate") == 2 and outgoing.counted("conflate_bytes") == 3
+    link = ConflateLinkPipe()
+    link.extend([[b"a"], [b"bb"], [b"ccc"]])
+    link.put([b"dddd"])
+    # a link counts what enters: all four, three of them replaced
+    assert link.passed == 4 and link.counted("conflate") == 3
+    assert link.queued(bare=True) == (1, 4)
+    incoming = ConflatePipe()  # a reader's: the reader counts what it hands in
+    incoming.extend([[b"a"], [b"bb"], [b"ccc"]])
+    assert incoming.passed == 0 and incoming.counted("conflate") == 2
+    assert incoming.queued(bare=True) == (1, 3)
+    assert incoming.counted("conflate_bytes") == 3

@@ -410,16 +410,19 @@ class ConflatePipe(Pipe):
             kept = [item for item in items if not _is_message(item)]
             for item in items:
                 if _is_message(item):
-                    self._replaced(item)
+                    self._replaced(item, queued=True)
             items.clear()
             items.extend(kept)
 
-    def _replaced(self, item: object) -> None:
-        """``item`` was replaced by a newer message: a ``"conflate"`` drop (and, where
-        the pipe counts what leaves, it left)."""
+    def _replaced(self, item: object, *, queued: bool) -> None:
+        """``item`` was replaced by a newer message, once ``queued`` or as it came in a
+        batch: a ``"conflate"`` drop. Where the pipe counts what leaves, it left; where
+        it counts what enters itself (an inproc link), one of a batch entered."""
         if self.exits:
             self.passed += 1
             self.octets += payload(item)
+        elif not queued and isinstance(self, LinkPipe):
+            self.passed += 1
         self.discarded("conflate", item)
 
     def put(self, item: object) -> None:
@@ -442,7 +445,7 @@ class ConflatePipe(Pipe):
             self._forget_messages()
             for i, item in enumerate(batch):
                 if i != last and _is_message(item):
-                    self._replaced(item)
+                    self._replaced(item, queued=False)
             batch = [item for i, item in enumerate(batch) if i == last or not _is_message(item)]
         super().extend(batch)
 
@@ -453,47 +456,56 @@ class LinkPipe(Pipe):
     it counts each message as it enters (:attr:`passed`, :attr:`peak`). Its payload
     bytes are not counted (:attr:`octets` stays 0): a link passes message objects,
     and summing their frames' sizes would cost every message more than the rest of
-    the count (see docs/observability.md)."""
+    the count (see docs/observability.md).
 
-    __slots__ = ()
+    Strategy: one comparison per message covers both the mark and the peak
+    (:attr:`_watch` is the lower of the two), so counting costs an offer one addition.
+    """
+
+    __slots__ = ("_watch",)
+
+    def __init__(self, hwm: int, *, exits: bool = False) -> None:
+        super().__init__(hwm, exits=exits)
+        #: the queue length at which an offer must look: the mark, or the peak so far
+        self._watch = 0
+
+    def _grew(self, count: int) -> None:
+        """The queue holds ``count`` entries, more than ever: a new peak."""
+        self.peak = count
+        hwm = self.hwm
+        self._watch = count if not hwm or count < hwm else hwm
 
     def put(self, item: object) -> None:
         items = self._items
         if item.__class__ is list:  # a message (commands are other objects)
             self.passed += 1
-            if len(items) >= self.peak:
-                self.peak = len(items) + 1
-        if items:
-            items.append(item)
-            return
+        count = len(items)
+        if count >= self.peak:
+            self._grew(count + 1)
         items.append(item)
-        self._became_readable()
+        if not count:
+            self._became_readable()
 
     def offer(self, item: object) -> bool:
         items = self._items
-        if items:
-            count = len(items)
+        count = len(items)
+        if count >= self._watch:
             hwm = self.hwm
             if hwm and count >= hwm:
                 self.refused += 1
                 return False
-            items.append(item)
-            self.passed += 1
-            if count >= self.peak:
-                self.peak = count + 1
-            return True
+            self._grew(count + 1)
         items.append(item)
         self.passed += 1
-        if not self.peak:
-            self.peak = 1
-        self._became_readable()
+        if not count:
+            self._became_readable()
         return True
 
     def offer_many(self, batch: list[object]) -> int:
         taken = super().offer_many(batch)
         self.passed += taken
         if len(self._items) > self.peak:
-            self.peak = len(self._items)
+            self._grew(len(self._items))
         return taken
 
     def extend(self, batch: Iterable[object]) -> None:
@@ -503,7 +515,7 @@ class LinkPipe(Pipe):
         count = len(items)
         self.passed += count - before
         if count > self.peak:
-            self.peak = count
+            self._grew(count)
 
 
 class ConflateLinkPipe(ConflatePipe, LinkPipe):
