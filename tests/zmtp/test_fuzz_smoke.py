@@ -1,4 +1,4 @@
-"""The atheris decoder fuzzer runs, briefly, as part of the suite."""
+"""The atheris fuzzers (the ZMTP decoder, the ZWS codec) run, briefly, as part of the suite."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-FUZZER = Path(__file__).resolve().parents[2] / "fuzz" / "fuzz_decoder.py"
+FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 
 
 @pytest.mark.skipif(
     importlib.util.find_spec("atheris") is None,
-    reason="atheris is not importable, so the fuzz target cannot run",
+    reason="atheris is not importable, so the fuzz targets cannot run",
 )
-def test_fuzz_decoder_smoke(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["fuzz_decoder.py", "fuzz_zws.py"])
+def test_fuzz_target_smoke(tmp_path: Path, target: str) -> None:
     result = subprocess.run(
-        [sys.executable, str(FUZZER), "-runs=2000", "-seed=1", "-max_len=1024"],
+        [sys.executable, str(FUZZ / target), "-runs=2000", "-seed=1", "-max_len=1024"],
         cwd=tmp_path,  # libFuzzer writes crash files to the working directory
         capture_output=True,
         text=True,
