@@ -421,3 +421,19 @@ async def test_a_pub_counts_each_subscriber_it_reaches() -> None:
         [len(messages), len(messages), len(wanted)]
     )
     assert not nonzero(stats.drops) and stats.filtered == 0
+
+
+async def test_a_silent_client_is_a_handshake_timeout() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pull(handshake_ivl=0.2) as pull, pull.monitor() as events:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+            stream = await trio.open_tcp_stream(host, int(port))
+            async with stream:
+                async for event in events:
+                    if isinstance(event, trizmq.HandshakeFailed):
+                        break
+            stats = pull.stats()
+            assert nonzero(stats.connections) == {"accepted": 1, "handshake_failures": 1}
+            assert nonzero(stats.handshake_failure_causes) == {"timeout": 1}
+            assert stats.peers == ()
