@@ -262,12 +262,30 @@ class FrameDecoder:
         mask_bit = _MASK if masked else 0
         apply = self._apply
         append = pieces.append
+        in_message = self._in_message
         while pos < end:
             if end - pos < 2:
                 self._rest = bytes(src[pos:])
                 break
             b0 = src[pos]
             b1 = src[pos + 1]
+            size = b1 ^ mask_bit
+            if b0 == 0x82 and size < _LENGTH_16 and not in_message:
+                # the commonest: a whole binary message of up to 125 bytes, its mask
+                # bit as it should be (else size is 128 or more), all of it here
+                if masked:
+                    start = pos + 6
+                    stop = start + size
+                    if stop <= end:
+                        append((BINARY, apply(src[start:stop], src[pos + 2 : start]), 0, True))
+                        pos = stop
+                        continue
+                else:
+                    stop = pos + 2 + size
+                    if stop <= end:
+                        append((BINARY, src[pos + 2 : stop], 0, True))
+                        pos = stop
+                        continue
             size = b1 & 0x7F
             start = pos + 2
             if size >= _LENGTH_16:
@@ -327,11 +345,11 @@ class FrameDecoder:
                 pos = stop
                 continue
             if opcode:
-                if self._in_message:
+                if in_message:
                     raise WebSocketError(f"a {OPCODES[opcode]} frame inside a fragmented message")
-            elif not self._in_message:
+            elif not in_message:
                 raise WebSocketError("a continuation frame with no message open")
-            self._in_message = not fin
+            in_message = not fin
             stop = start + size
             if stop <= end:
                 # the commonest: the whole frame is here
@@ -345,6 +363,7 @@ class FrameDecoder:
             self._done = 0
             self._remaining = size
             pos = self._payload(src, start, pieces)
+        self._in_message = in_message
         return pieces
 
     def _payload(self, src: bytes, pos: int, pieces: list[Piece]) -> int:

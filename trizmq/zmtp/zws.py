@@ -417,33 +417,36 @@ class ZwsConnection:
         """Every frame ``data`` carries: binary messages into ``zmtp`` as ZMTP frames,
         PINGs as events, a CLOSE to wsproto."""
         pieces = self._decoder.receive_data(data)
-        # traffic with no message in pieces: whole one-frame messages are translated
-        # inline, as long as they last (the commonest by far)
-        fast = self._inner.handshake_complete and not self._awaiting_identity
-        limit = self._limit + 1
+        # in traffic, with no message arriving in pieces, whole one-frame messages of
+        # a last or a MORE frame are translated inline (the commonest by far)
+        fast = self._traffic()
+        limit = self._limit
         short = _SHORT_ZMTP
+        more = self._more
         for opcode, payload, remaining, fin in pieces:
+            if fast and opcode == BINARY and fin and not remaining:
+                size = len(payload) - 1
+                if 0 <= size <= limit:
+                    flags = payload[0]
+                    if flags <= _MORE_FLAG:
+                        more = flags == _MORE_FLAG
+                        if size < 256:
+                            zmtp += short[flags][size]
+                            zmtp += payload[1:]
+                        else:
+                            zmtp += frame_header(flags, size)
+                            zmtp += memoryview(payload)[1:]
+                        continue
+            self._more = more
             if opcode <= BINARY:
                 if opcode == TEXT:
                     raise ProtocolError("a WebSocket text message (ZWS carries binary ones)")
-                size = len(payload)
-                if fast and fin and not remaining and not self._partial_size and size <= limit:
-                    flags = payload[0] if size else 0xFF
-                    if flags <= _MORE_FLAG:
-                        self._more = flags == _MORE_FLAG
-                        size -= 1
-                        if size < 256:
-                            zmtp += short[flags][size]
-                        else:
-                            zmtp += frame_header(flags, size)
-                        zmtp += memoryview(payload)[1:]
-                        continue
                 self._take_binary(payload, remaining, fin, zmtp, events)
                 if not self._inner.handshake_complete:
                     # the handshake's commands are read one at a time: its limits
                     # and its end apply from the next message on
                     self._flush_into(zmtp, events)
-                    fast = self._inner.handshake_complete and not self._awaiting_identity
+                fast = self._traffic()
             elif opcode == PING:
                 # answered through the runtime, as a ZMTP PING would be
                 self._flush_into(zmtp, events)
@@ -452,6 +455,17 @@ class ZwsConnection:
             elif opcode == CLOSE:
                 self._on_close(payload, zmtp, events)
             # a PONG: the bytes read were the answer the heartbeat waits for
+            more = self._more
+        self._more = more
+
+    def _traffic(self) -> bool:
+        """In traffic with no message arriving in pieces (nor one being dropped)."""
+        return (
+            self._inner.handshake_complete
+            and not self._awaiting_identity
+            and not self._partial_size
+            and not self._discarding
+        )
 
     def _take_binary(
         self,
