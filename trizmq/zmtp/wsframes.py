@@ -38,6 +38,7 @@ keys come from ``os.urandom``, drawn :data:`KEY_POOL` bytes at a time.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 
 from .encoding import Buffer
@@ -90,6 +91,9 @@ _MASK = 0x80
 _LENGTH_16 = 126
 _LENGTH_64 = 127
 _TOP_BIT = 1 << 63
+#: a header's first two bytes and a 16-bit or a 64-bit length
+_HEAD_16 = struct.Struct("!BBH")
+_HEAD_64 = struct.Struct("!BBQ")
 #: from this payload size on, a frame's head and body are masked apart (one call
 #: more, one copy of the payload less)
 _SPLIT_MASKING = 1024
@@ -177,8 +181,10 @@ class FrameEncoder:
         size = len(head) + len(body)
         if size <= MAX_CONTROL:
             out += self._heads[size]
+        elif size < 1 << 16:
+            out += _HEAD_16.pack(_FIN | BINARY, self._mask_bit | _LENGTH_16, size)
         else:
-            out += self.header(BINARY, size)
+            out += _HEAD_64.pack(_FIN | BINARY, self._mask_bit | _LENGTH_64, size)
         if not self.client:
             out += head
             out += body
