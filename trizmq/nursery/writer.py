@@ -202,8 +202,9 @@ class _Batcher:
         parts: list[Buffer] = []
         buf = bytearray()
         used = 0
-        # the messages among the items taken, and their payload bytes
-        messages = octets = 0
+        # the payload bytes of the messages taken, and the items taken that are not
+        # messages (the rest of a message begun, commands): counted once, after
+        others = octets = 0
         items: Iterable[Any] = batch
         if short is not None:
             # the commonest batch, short one-frame messages, at C speed
@@ -219,7 +220,6 @@ class _Batcher:
             # a stream of short one-frame messages, wrapped in the mechanism's loop
             used = self._seal_run(buf, batch, 0, WRITE_BATCH)
             if used:
-                messages = used
                 octets = sum([len(item[0]) for item in islice(batch, used)])
             items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
         for item in items:
@@ -228,16 +228,17 @@ class _Batcher:
             if cls is list:
                 last = item[-1]
                 size = len(last)
-                messages += 1
-                if size < 256 and short is not None and len(item) == 1:
-                    # the commonest: encode_plain_into's work, inline
+                if len(item) == 1:
                     octets += size
-                    buf += short[size]
-                    buf += last
-                    if len(buf) >= WRITE_BATCH:
-                        break
-                    continue
-                octets += size if len(item) == 1 else sum(map(len, item))
+                    if size < 256 and short is not None:
+                        # the commonest: encode_plain_into's work, inline
+                        buf += short[size]
+                        buf += last
+                        if len(buf) >= WRITE_BATCH:
+                            break
+                        continue
+                else:
+                    octets += sum(map(len, item))
                 if size >= big:
                     # written from the sender's own object, after this batch
                     encode_big(parts, buf, item)
@@ -248,7 +249,6 @@ class _Batcher:
                 if share and item.run is not None and not item.index and used > 1:
                     used -= 1  # a published batch begins: the next call writes it shared
                     break
-                messages += 1
                 octets += item.size
                 if not share:
                     encode_into(buf, item.frames)
@@ -260,11 +260,13 @@ class _Batcher:
                     item.wire = bytes(buf[start:])
             elif cls is bytes:
                 # the rest of a message the sending task began to write itself
+                others += 1
                 buf += item
             elif cls is Hangup:
                 used -= 1  # stays at the head: the writer closes once what is before it went
                 break
             else:
+                others += 1
                 if cls is Ping:
                     self._actor.pinged()  # for the heartbeat task and the round trip
                 buf += _COMMAND_ENCODERS[cls](codec, item)
@@ -272,8 +274,8 @@ class _Batcher:
                 break
         if used < len(batch):
             pipe.unshift(batch[used:])
-        if messages:
-            pipe.passed += messages
+        if used > others:
+            pipe.passed += used - others
             pipe.octets += octets
         if buf:
             parts.append(buf)
