@@ -47,7 +47,7 @@ from ..zmtp.events import (
     Subscribe,
     SubscriptionRefused,
 )
-from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough
+from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough, TlsInput
 from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .pipe import Pipe
@@ -358,6 +358,7 @@ class ConnectionActor:
             return
         raw = RawSocket.of(self.stream)
         if raw is None:
+            self.input = TlsInput.of(self.stream) or self.input
             return
         self.input = RawInput(raw, ReadThrough(self, raw), fast)
         self.output = RawOutput(raw, self, fast)

@@ -15,6 +15,10 @@ What it holds:
   (:class:`RawInput`, :class:`RawOutput`); a frame of :data:`BIG_FRAME` bytes or
   more is written from the sender's own object. Only POSIX socket streams get it;
   anything else (the virtual network's streams) keeps trio's stream calls.
+* **TLS reads in one go** (:class:`TlsInput`): over ``wss://`` a reader takes,
+  after each awaited read of trio's ``SSLStream``, every record TLS can already
+  decrypt (trio's call returns one, of 16 KiB at most, and yields), reading the
+  stream's private ``ssl.SSLObject``.
 * **Write-through** (:class:`FastPath`): while a connection's writer is idle, the
   first message the socket's sending task routes to it (once between two waits or
   yields of the socket) is encoded and written by that task itself, after routing,
@@ -42,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import ssl
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -75,6 +80,7 @@ __all__ = [
     "RawSocket",
     "ReadThrough",
     "Revival",
+    "TlsInput",
     "cancel_pending",
     "revival",
 ]
@@ -364,6 +370,80 @@ class _InputEnded(Exception):
 
     Private: the reader catches it (``reader.py``); it never reaches the application.
     """
+
+
+class TlsInput:
+    """A connection reader's reads on a trio ``SSLStream`` (``wss://``): each awaited
+    read is followed by what TLS can decrypt at once from the bytes it holds.
+
+    trio's ``receive_some`` returns one TLS record (16 KiB at most) a call and yields
+    after each, while it reads up to 64 KiB of the socket at a time: a stream of
+    records cost a read, a parse and a trip through the scheduler each. Here the
+    stream's ``ssl.SSLObject`` is asked for more, without I/O, until it wants to read
+    the socket (or has something to send: trio sends it at its next call) or
+    :data:`RECEIVE_SIZE` is reached. It reads trio's private ``_ssl_object`` and
+    ``_outgoing`` (``MemoryBIO``), probed once per stream; a stream without them
+    keeps trio's calls alone (:meth:`of` gives None). Any error is left for trio's
+    next call to meet and report.
+    """
+
+    __slots__ = ("_outgoing", "_read", "_stream")
+
+    def __init__(self, stream: trio.SSLStream[Any], ssl_object: Any, outgoing: Any) -> None:
+        self._stream = stream
+        self._read: Callable[[int], bytes] = ssl_object.read
+        self._outgoing = outgoing
+
+    @classmethod
+    def of(cls, stream: trio.abc.Stream) -> TlsInput | None:
+        """A :class:`TlsInput` for a trio ``SSLStream`` whose insides are as expected."""
+        if not ENABLED or not isinstance(stream, trio.SSLStream):
+            return None
+        ssl_object = getattr(stream, "_ssl_object", None)
+        outgoing = getattr(stream, "_outgoing", None)
+        if not isinstance(ssl_object, ssl.SSLObject) or not isinstance(outgoing, ssl.MemoryBIO):
+            return None
+        return cls(stream, ssl_object, outgoing)
+
+    def start(self) -> None:
+        """Nothing to offer."""
+
+    def stop(self) -> None:
+        """Nothing to release."""
+
+    async def receive(self, ttl: float) -> bytes | bytearray | None:
+        """``receive_some`` (bounded by ``ttl`` when given), then what TLS has ready."""
+        if not ttl:
+            data = await self._stream.receive_some(RECEIVE_SIZE)
+        else:
+            with trio.move_on_after(ttl):
+                data = await self._stream.receive_some(RECEIVE_SIZE)
+                return self._more(data)
+            return None
+        return self._more(data)
+
+    def _more(self, data: bytes | bytearray) -> bytes | bytearray:
+        """``data`` and the records decrypted after it without waiting."""
+        if not data or self._outgoing.pending:
+            return data
+        read = self._read
+        pieces = [data]
+        size = len(data)
+        while size < RECEIVE_SIZE:
+            try:
+                more = read(RECEIVE_SIZE - size)
+            except ssl.SSLError:  # SSLWantReadError above all: the socket's turn
+                break
+            if not more:
+                break
+            pieces.append(more)
+            size += len(more)
+            if self._outgoing.pending:
+                break
+        return data if len(pieces) == 1 else b"".join(pieces)
+
+    async def after(self, size: int, pipe: Pipe) -> None:
+        """trio's stream calls already yield after every read."""
 
 
 class RawOutput:
