@@ -35,7 +35,7 @@ from trio.lowlevel import enable_ki_protection
 from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
-from ..zmtp.frames import SHORT_HEADERS
+from ..zmtp.frames import LONG_HEADER, SHORT_HEADERS
 from .fastpath import (
     BIG_FRAME,
     SHORT_HEADER,
@@ -134,6 +134,10 @@ def join_wires(
 
 #: the header of a last (or only) frame of each short size
 _LAST_SHORT = SHORT_HEADERS[0]
+#: the header of a last (or only) frame of 256 bytes or more, packed
+_pack_long = LONG_HEADER.pack
+#: the flags of a last frame with a long header
+_LAST_LONG = 0x02
 
 
 class _Batcher:
@@ -230,9 +234,10 @@ class _Batcher:
                 size = len(last)
                 if len(item) == 1:
                     octets += size
-                    if size < 256 and short is not None:
-                        # the commonest: encode_plain_into's work, inline
-                        buf += short[size]
+                    if short is not None and size < big:
+                        # the commonest: encode_plain_into's work, inline (a long
+                        # header packed, as it packs it)
+                        buf += short[size] if size < 256 else _pack_long(_LAST_LONG, size)
                         buf += last
                         if len(buf) >= WRITE_BATCH:
                             break
