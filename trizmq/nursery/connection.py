@@ -149,8 +149,9 @@ class ConnectionActor:
         received = self.codec.received_bytes
         pipe.octets += received - self._octets_seen
         self._octets_seen = received
-        if len(pipe) > pipe.peak:
-            pipe.peak = len(pipe)
+        count = len(pipe._items)
+        if count > pipe.peak:
+            pipe.peak = count
 
     def heard(self) -> None:
         """The peer sent something: it answered (stops the heartbeat timeout), and a
