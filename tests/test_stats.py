@@ -437,3 +437,22 @@ async def test_a_silent_client_is_a_handshake_timeout() -> None:
             assert nonzero(stats.connections) == {"accepted": 1, "handshake_failures": 1}
             assert nonzero(stats.handshake_failure_causes) == {"timeout": 1}
             assert stats.peers == ()
+
+
+async def test_a_departed_peers_unread_input_counts_once_read() -> None:
+    with trio.fail_after(30):
+        async with trizmq.Pull() as pull:
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            for round_ in range(40):  # more departures than the fold's first threshold
+                async with trizmq.Push(connect=endpoint) as push:
+                    await push.send(b"%d" % round_)
+                    await until(lambda n=round_: pull.stats().queued_in == n + 1)  # type: ignore[misc]
+                await until(lambda n=round_: pull.stats().connections["disconnects"] == n + 1)  # type: ignore[misc]
+            stats = pull.stats()
+            assert (stats.queued_in, stats.messages_received, stats.peers) == (40, 0, ())
+            assert len(pull._runtime.counts._draining) <= 40  # type: ignore[union-attr]
+            received = sorted([await pull.recv() for _ in range(40)], key=int)
+            assert received == [b"%d" % n for n in range(40)]
+            stats = pull.stats()
+            assert (stats.queued_in, stats.messages_received) == (0, 40)
+            assert not pull._runtime.counts._draining  # type: ignore[union-attr]

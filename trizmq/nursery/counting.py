@@ -193,6 +193,10 @@ class SocketCounts:
         self._departed = _Totals()
         #: departed peers whose unread input is still readable (counted once read)
         self._draining: list[tuple[Peer, SocketStrategy]] = []
+        #: the length of ``_draining`` at which :meth:`retire` folds the drained ones:
+        #: twice what was left after the last time (memory stays bounded, at a cost
+        #: that is constant a departure on average)
+        self._fold_at = 16
 
     # -- events ---------------------------------------------------------------------
     def event(self, name: str) -> None:
@@ -217,10 +221,29 @@ class SocketCounts:
 
     def retire(self, peer: Peer, strategy: SocketStrategy) -> None:
         """``peer`` left for good: its figures join the totals (once its input is read)."""
-        if peer.in_pipe.queued(bare=True)[0]:
-            self._draining.append((peer, strategy))
-        else:
+        if not peer.in_pipe:
             self._departed.add(peer_stats(peer, self.socket_type, strategy))
+            return
+        draining = self._draining
+        draining.append((peer, strategy))
+        if len(draining) >= self._fold_at:
+            self._fold_drained()
+            self._fold_at = 2 * len(self._draining) + 16
+
+    def _fold_drained(self) -> list[PeerStats]:
+        """Fold the departed peers whose input is read into the totals; the figures of
+        those whose input still waits."""
+        kept: list[tuple[Peer, SocketStrategy]] = []
+        waiting: list[PeerStats] = []
+        for peer, owner in self._draining:
+            stats = peer_stats(peer, self.socket_type, owner)
+            if stats.queued_in:
+                kept.append((peer, owner))
+                waiting.append(stats)
+            else:
+                self._departed.add(stats)
+        self._draining = kept
+        return waiting
 
     # -- the snapshot ------------------------------------------------------------------
     def snapshot(self, runtime: SocketRuntime) -> SocketStats:
@@ -231,19 +254,8 @@ class SocketCounts:
         peers = tuple(
             peer_stats(peer, socket_type, strategy) for peer in runtime.peers if peer.attached
         )
-        totals = self._departed
-        draining: list[PeerStats] = []
-        if self._draining:
-            kept = []
-            for peer, owner in self._draining:
-                stats = peer_stats(peer, socket_type, owner)
-                if stats.queued_in:
-                    kept.append((peer, owner))
-                    draining.append(stats)
-                else:
-                    totals.add(stats)
-            self._draining = kept
-        totals = totals.copy()
+        draining = self._fold_drained() if self._draining else []
+        totals = self._departed.copy()
         for stats in (*peers, *draining):
             totals.add(stats)
         drops = totals.drops
