@@ -51,6 +51,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -106,6 +107,8 @@ CORK_ITEMS = 512
 CORK_TIME = 0.0005
 
 _current_task = trio.lowlevel.current_task
+#: a message's first frame (its only one, for the runs a mechanism seals)
+_first = itemgetter(0)
 
 
 class _CurrentTask:
@@ -552,7 +555,7 @@ class RawOutput:
             # as the writer does
             used = seal_run(buf, items, 0, WRITE_BATCH, ends)
             if used:
-                sizes = [len(item[0]) for item in islice(items, used)]  # type: ignore[index]
+                sizes = list(map(len, map(_first, islice(items, used))))  # type: ignore[arg-type]
             if len(buf) >= WRITE_BATCH:
                 batch = ()
             elif used:

@@ -458,8 +458,10 @@ class LinkPipe(Pipe):
     and summing their frames' sizes would cost every message more than the rest of
     the count (see docs/observability.md).
 
-    Strategy: one comparison per message covers both the mark and the peak
-    (:attr:`_watch` is the lower of the two), so counting costs an offer one addition.
+    Strategy: where the queue holds something already, one comparison covers both the
+    mark and the peak (:attr:`_watch` is the lower of the two), where :class:`Pipe`
+    makes one for the mark; into an empty queue (a receiver that keeps up) no length
+    is looked at. Counting costs an offer one addition.
     """
 
     __slots__ = ("_watch",)
@@ -488,17 +490,22 @@ class LinkPipe(Pipe):
 
     def offer(self, item: object) -> bool:
         items = self._items
-        count = len(items)
-        if count >= self._watch:
-            hwm = self.hwm
-            if hwm and count >= hwm:
-                self.refused += 1
-                return False
-            self._grew(count + 1)
+        if items:
+            count = len(items)
+            if count >= self._watch:
+                hwm = self.hwm
+                if hwm and count >= hwm:
+                    self.refused += 1
+                    return False
+                self._grew(count + 1)
+            items.append(item)
+            self.passed += 1
+            return True
         items.append(item)
         self.passed += 1
-        if not count:
-            self._became_readable()
+        if not self.peak:
+            self._grew(1)
+        self._became_readable()
         return True
 
     def offer_many(self, batch: list[object]) -> int:

@@ -27,6 +27,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
@@ -138,6 +139,8 @@ _LAST_SHORT = SHORT_HEADERS[0]
 _pack_long = LONG_HEADER.pack
 #: the flags of a last frame with a long header
 _LAST_LONG = 0x02
+#: a message's first frame (its only one, for the runs a mechanism seals)
+_first = itemgetter(0)
 
 
 class _Batcher:
@@ -224,7 +227,7 @@ class _Batcher:
             # a stream of short one-frame messages, wrapped in the mechanism's loop
             used = self._seal_run(buf, batch, 0, WRITE_BATCH)
             if used:
-                octets = sum([len(item[0]) for item in islice(batch, used)])
+                octets = sum(map(len, map(_first, islice(batch, used))))
             items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
         for item in items:
             used += 1

@@ -60,6 +60,7 @@ errors. PINGs are reported, not answered: the driver replies with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any, TypeAlias
 
 from .._errors import StateError
@@ -102,6 +103,8 @@ _BIG_PIECE = 4 * 1024
 Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
+#: a message's first frame (a one-frame message's only one)
+_first = itemgetter(0)
 
 #: how the body of a subscription or of a cancel starts, by whether its frame is a
 #: command: a CANCEL or SUBSCRIBE command's, a ``\x00topic`` or ``\x01topic``
@@ -674,9 +677,7 @@ class Connection(Handshaking):
                 before = len(events)
                 pos, flags, body = run(src, pos, limit, events, bare)
                 taken: list[Any] = events[before:]  # one-frame messages, bare or listed
-                self.received_bytes += (
-                    sum(map(len, taken)) if bare else sum([len(msg[0]) for msg in taken])
-                )
+                self.received_bytes += sum(map(len, taken if bare else map(_first, taken)))
             if body is None:
                 if pos >= n:
                     self._need = 0
