@@ -319,7 +319,8 @@ class ZwsConnection:
         events: list[Received] = []
         if data:
             self._read_frames(data, zmtp, events)
-        self._flush_into(zmtp, events)
+        if zmtp:
+            self._flush_into(zmtp, events)
         if self._peer_closed is not None and not events:
             raise _EndedByPeer(self._peer_closed)
         return events
@@ -588,9 +589,13 @@ class ZwsConnection:
         if zmtp:
             data = bytes(zmtp)
             zmtp.clear()
-            for event in self._inner.receive_data(data):
-                if event.__class__ is HandshakeComplete and self._protocol == NO_MECHANISM:
-                    self._inner.data_to_send()
+            inner = self._inner
+            if inner.handshake_complete or self._protocol != NO_MECHANISM:
+                events += inner.receive_data(data)
+                return
+            for event in inner.receive_data(data):
+                if event.__class__ is HandshakeComplete:
+                    inner.data_to_send()  # our READY: ZWS2.0 sends none
                 events.append(event)
 
     # -- messages out -------------------------------------------------------------------
