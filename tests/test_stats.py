@@ -24,6 +24,7 @@ from trizmq._stats import CONNECTION_EVENTS, DROP_REASONS
 
 ENDPOINTS = {
     "tcp": lambda tmp: "tcp://127.0.0.1:0",
+    "ws": lambda tmp: "ws://127.0.0.1:0/stats",
     "ipc": lambda tmp: f"ipc://{tmp}/stats.ipc",
     "inproc": lambda tmp: f"inproc://stats-{id(tmp)}",
 }

@@ -16,10 +16,12 @@ Rules:
   with an ERROR, so that it backs off instead of reconnecting at once.
 
 Counting: the actor counts what its reader (and a read-through) hands to the peer's
-incoming pipe, once per read: the messages, and the payload bytes its codec counted
-(``Codec.received_bytes``). It notes why the connection ended (:attr:`cause`) and
-reports that, or why its handshake failed, to the socket's counts; a PING's round
-trip is timed from the write of the oldest unanswered PING to the next PONG.
+incoming pipe, once per read: the messages; their payload bytes are the codec's
+count (``Codec.received_bytes``), which the peer reads while the connection lives
+(``Peer.reading``) and its pipe keeps afterwards. It notes why the connection ended
+(:attr:`cause`) and reports that, or why its handshake failed, to the socket's
+counts; a PING's round trip is timed from the write of the oldest unanswered PING
+to the next PONG.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from ..zmtp.events import (
 from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough, TlsInput
 from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
-from .pipe import Pipe
+from .pipe import Pipe, payload
 from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
 from .slots import _HandshakeCut
 from .writer import Output, StreamOutput, run_writer
@@ -100,8 +102,6 @@ class ConnectionActor:
         self.peer_ttl = 0.0
         #: the codec's count of commands parsed, when :meth:`deliver_parsed` last looked
         self._commands_seen = 0
-        #: the codec's count of payload bytes received, as last handed on
-        self._octets_seen = 0
         #: when the oldest PING not answered yet was written (infinity: none is)
         self._ping_at = math.inf
         #: why the connection ended, once something ended it (see _stats.DISCONNECT_CAUSES)
@@ -143,12 +143,10 @@ class ConnectionActor:
         # weight 1/8 per new sample, as TCP's smoothed round-trip time
         peer.rtt_mean = rtt if mean is None else mean + (rtt - mean) / 8
 
-    def _counted(self, pipe: Pipe, messages: int) -> None:
-        """``messages`` (and the codec's payload bytes since last time) entered ``pipe``."""
+    @staticmethod
+    def _counted(pipe: Pipe, messages: int) -> None:
+        """``messages`` entered ``pipe`` (their bytes are the codec's count)."""
         pipe.passed += messages
-        received = self.codec.received_bytes
-        pipe.octets += received - self._octets_seen
-        self._octets_seen = received
         count = len(pipe._items)
         if count > pipe.peak:
             pipe.peak = count
@@ -169,7 +167,10 @@ class ConnectionActor:
             if events:
                 pipe = self.peer.in_pipe
                 pipe.extend(events)
-                self._counted(pipe, len(events))
+                pipe.passed += len(events)
+                count = len(pipe._items)
+                if count > pipe.peak:
+                    pipe.peak = count
             return
         self._commands_seen = seen
         self.deliver(events)
@@ -203,6 +204,7 @@ class ConnectionActor:
             elif event.__class__ is Pong:
                 self.ponged()
             elif event.__class__ is PeerError:
+                self._lost(batch)
                 raise ProtocolError(f"peer sent ERROR: {event.reason}", cause="peer_error")
             # unknown commands carry nothing for the socket
         if self.peer_ttl and events[-1].__class__ is not Ping:
@@ -210,6 +212,15 @@ class ConnectionActor:
         if batch:
             pipe.extend(batch)
         self._counted(pipe, messages)
+
+    def _lost(self, batch: list[object]) -> None:
+        """The messages of ``batch``, parsed (their bytes counted by the codec), are not
+        delivered: the connection ends (dropped at a ``"disconnect"``)."""
+        messages = [item for item in batch if item.__class__ in MESSAGE_CLASSES]
+        if messages:
+            pipe = self.peer.in_pipe
+            pipe.octets -= sum(map(payload, messages))
+            pipe.note("disconnect", len(messages))
 
     def refuse(self, exc: ProtocolError) -> None:
         """The peer broke the protocol: drop it (a connecter backs off)."""
@@ -290,6 +301,10 @@ class ConnectionActor:
         finally:
             self._scope = None
             self.input.stop()
+            if peer.reading is codec:
+                # the pipe keeps the connection's count of payload bytes
+                peer.in_pipe.octets += codec.received_bytes
+                peer.reading = None
             if codec.in_message:
                 peer.in_pipe.note("disconnect")  # the unfinished message is lost
             if not runtime.closing:

@@ -104,8 +104,11 @@ def peer_stats(peer: Peer, socket_type: str, strategy: SocketStrategy) -> PeerSt
     if isinstance(inp, LinkPipe):
         bytes_received = 0  # an inproc link counts messages, not their bytes
     else:
+        # a live connection's codec counts the bytes it parsed; its pipe, those before
+        reading = peer.reading
         bytes_received = (
             inp.octets
+            + (reading.received_bytes if reading is not None else 0)
             - waiting_bytes
             - inp.counted("filtered_bytes")
             - inp.counted("conflate_bytes")

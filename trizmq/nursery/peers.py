@@ -33,6 +33,7 @@ from .pipe import Pipe
 
 if TYPE_CHECKING:
     from ..patterns.sockets.base import SocketStrategy
+    from ..transport.base import Codec
 
 __all__ = ["TRANSITIONS", "Peer", "PeerState", "PeerTable"]
 
@@ -72,6 +73,7 @@ class Peer:
         "out_pipe",
         "peer_type",
         "pings",
+        "reading",
         "remote_address",
         "routing_id",
         "rtt",
@@ -117,6 +119,10 @@ class Peer:
         self.writing = False
         #: ends the live connection or link carrying the peer (kick, disconnect)
         self.closer: Callable[[], None] | None = None
+        #: the codec of the connection reading this peer now, whose count of payload
+        #: bytes received is the peer's too until the connection ends (then its
+        #: incoming pipe keeps it); None between connections
+        self.reading: Codec | None = None
         #: heartbeat PINGs written to the peer, over all its connections
         self.pings = 0
         #: seconds from the last PING answered to its PONG, and their smoothed mean

@@ -113,6 +113,8 @@ async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
     settle_allocator()
     try:
         actor.deliver(leftovers)
+        # from here the peer's figures read the codec's count of payload bytes
+        actor.peer.reading = codec
         source.start()
         while True:
             if pipe.full:
