@@ -457,3 +457,29 @@ async def test_a_departed_peers_unread_input_counts_once_read() -> None:
             stats = pull.stats()
             assert (stats.queued_in, stats.messages_received) == (0, 40)
             assert not pull._runtime.counts._draining  # type: ignore[union-attr]
+
+
+async def test_request_reply_envelopes_count_their_frames(endpoint: str) -> None:
+    bodies = [b"q" * (i * 7 % 600) for i in range(200)]
+    with trio.fail_after(30):
+        async with trizmq.Rep() as rep, trizmq.Req() as req:
+            await req.connect(await rep.bind(endpoint))
+
+            async def serve() -> None:
+                for _ in bodies:
+                    await rep.send_multipart([b"re:", *await rep.recv_multipart()])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve)
+                for body in bodies:
+                    await req.send_multipart([body, b"tail"])
+                    assert await req.recv_multipart() == [b"re:", body, b"tail"]
+            asked, answered = req.stats(), rep.stats()
+    inproc = endpoint.startswith("inproc")
+    # the empty delimiter REQ puts in front weighs nothing
+    request = 0 if inproc else sum(len(body) + 4 for body in bodies)
+    reply = 0 if inproc else request + 3 * len(bodies)
+    assert (asked.messages_sent, asked.bytes_sent) == (len(bodies), request)
+    assert (answered.messages_received, answered.bytes_received) == (len(bodies), request)
+    assert (answered.messages_sent, answered.bytes_sent) == (len(bodies), reply)
+    assert (asked.messages_received, asked.bytes_received) == (len(bodies), reply)

@@ -458,6 +458,7 @@ class RawOutput:
         "_idle",
         "_parked",
         "_pipe",
+        "_plain",
         "_share",
         "actor",
         "raw",
@@ -475,6 +476,8 @@ class RawOutput:
         #: do a publisher's shared encodings (Fanout wires) fit this connection?
         self._share = codec.shares_encoding
         self._encode_into = codec.message_encoder()
+        #: unencrypted ZMTP: a message under 265 bytes has only 2-byte headers
+        self._plain = self._encode_into is encode_plain_into
 
     @property
     def zero_copy(self) -> bool:
@@ -707,7 +710,12 @@ class RawOutput:
         # it left the queue (whole, or begun): counted as the writer counts
         pipe = self._pipe
         pipe.passed += 1
-        pipe.octets += fanout.size if fanout is not None else sum(map(len, frames))
+        if fanout is not None:
+            pipe.octets += fanout.size
+        elif self._plain and len(buf) < 265:
+            pipe.octets += len(buf) - 2 * len(frames)  # every header short: 2 bytes
+        else:
+            pipe.octets += sum(map(len, frames))
         if len(items) > pipe.peak:
             pipe.peak = len(items)
         if sent < len(buf):
