@@ -81,7 +81,10 @@ def _latency(samples_ns: list[int]) -> dict[str, float]:
 
 
 def _tz_security(spec: Spec, server: bool) -> dict[str, Any]:
-    """The ``security=`` option of a trizmq worker of a CURVE case (none otherwise)."""
+    """The ``security=`` option of a trizmq worker of a CURVE case, and the
+    ``ssl_context=`` of a wss case (none otherwise)."""
+    if spec.get("transport") == "wss":
+        return {"ssl_context": _tls_context(spec, server)}
     keys = spec.get("curve")
     if not keys:
         return {}
@@ -96,6 +99,18 @@ def _tz_security(spec: Spec, server: bool) -> dict[str, Any]:
             secret_key=keys["client_secret"],
         )
     }
+
+
+def _tls_context(spec: Spec, server: bool) -> Any:
+    """A wss case's TLS: the server holds ``spec["tls_cert"]`` (key and chain, PEM),
+    the client trusts ``spec["tls_ca"]`` (the parent made both with trustme)."""
+    import ssl
+
+    if server:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(spec["tls_cert"])
+        return context
+    return ssl.create_default_context(cafile=spec["tls_ca"])
 
 
 def _zmq_security(sock: Any, spec: Spec, server: bool) -> None:

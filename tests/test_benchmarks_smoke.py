@@ -102,7 +102,8 @@ def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
 
 
 def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
-    """``python -m benchmarks.ws --quick``: every row over ws and over tcp."""
+    """``python -m benchmarks.ws --quick``: every row over ws (or wss) and over tcp,
+    then the codecs alone."""
     out = tmp_path / "ws.json"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.ws", "--quick", "--json", str(out)],
@@ -119,15 +120,24 @@ def test_quick_ws_benchmark_measures_both_transports(tmp_path: Path) -> None:
         "pushpull-4k",
         "reqrep-64-p50",
         "reqrep-64-p99",
+        "pushpull-4k-wss",
     ]
     for row in rows:
         assert row["ws"] > 0 and row["tcp"] > 0 and row["ratio"] > 0, row
-    # wsproto's own cost per message, next to what the 0.5x bar leaves per side
+        assert len(row["pairs"]) == 1, row
+    # the frame codec alone and the whole ZWS codec, each side; wsproto's own cost
+    # (before issue 42); what the 0.5x bar leaves per side
+    sides = {"client_send_us", "server_receive_us", "server_send_us", "client_receive_us"}
+    for key in ("frame_codec_alone", "zws_codec"):
+        assert set(result[key]) == {"64 B", "4096 B"}
+        for cost in result[key].values():
+            assert set(cost) == sides and all(v > 0 for v in cost.values()), cost
     assert set(result["wsproto_alone"]) == {"64 B", "4096 B"}
     for cost in result["wsproto_alone"].values():
         assert cost["client_send_us"] > 0 and cost["server_receive_us"] > 0, cost
     assert result["budget_us_4k"] > 0
-    assert "wsproto alone" in done.stdout
+    for title in ("frame codec alone", "ZWS codec", "wsproto alone"):
+        assert title in done.stdout
 
 
 def test_the_simple_harness_compares_both_libraries() -> None:
