@@ -75,6 +75,9 @@ autodoc_inherit_docstrings = True
 autodoc_default_options = {"show-inheritance": True, "undoc-members": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+# an attrs class documents its fields in "Attributes:"; as :ivar: fields they are not
+# described a second time beside the members autodoc lists
+napoleon_use_ivar = True
 
 # --------------------------------------------------------------------------- nav
 
@@ -86,7 +89,10 @@ NAV: list[tuple[str, list[str]]] = [
         "Patterns",
         ["pair", "pipeline", "pubsub", "reqrep", "radio-dish", "draft-sockets", "stream"],
     ),
-    ("Transports and devices", ["transports", "websocket", "proxy", "monitor"]),
+    (
+        "Transports and devices",
+        ["transports", "websocket", "proxy", "monitor", "observability"],
+    ),
     ("Security and reliability", ["security", "reliability"]),
     ("Testing", ["testing"]),
     ("Spark", ["spark"]),

@@ -799,7 +799,7 @@ class Socket(SocketLife):
 
     def statistics(self) -> dict[str, Any]:
         """Peers, endpoints and queue lengths, for diagnostics: the older, untyped dict
-        (:meth:`stats` is the typed snapshot of every counter).
+        (``stats()`` is the typed snapshot of every counter).
 
         ``queued_out`` and ``queued_in`` count the messages waiting in this socket's
         peer queues (outgoing: not yet written; incoming: not yet read);

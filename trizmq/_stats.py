@@ -14,11 +14,11 @@ Rules:
   gone included; a PUB message that reaches K subscribers counts K. Bytes are counted
   where frames are encoded and decoded; an inproc link passes message objects, and
   counts its messages but not their bytes (0).
-* ``drops`` maps every reason in :data:`DROP_REASONS` to the number of whole messages
+* ``drops`` maps every reason in ``DROP_REASONS`` to the number of whole messages
   discarded for it, 0 until it happens. What a pattern never meant to deliver (a SUB
   topic nobody subscribed to, a DISH group not joined) is *filtered*, not dropped, and
   is counted apart (``filtered``).
-* ``connections`` maps every event in :data:`CONNECTION_EVENTS` to its count;
+* ``connections`` maps every event in ``CONNECTION_EVENTS`` to its count;
   ``disconnect_causes`` and ``handshake_failure_causes`` break two of them down.
 * Queue peaks are per queue: the deepest one peer's queue has been. A socket's peak
   is its deepest queue's (an exact peak of the sum over every queue would cost each
@@ -135,7 +135,7 @@ class PeerStats:
         queued_out_peak: The most entries this peer's outgoing queue has held, since
             the peer was made (commands, such as a PING, count too).
         queued_in_peak: The same of its incoming queue.
-        drops: Whole messages discarded for this peer, by reason (:data:`DROP_REASONS`;
+        drops: Whole messages discarded for this peer, by reason (``DROP_REASONS``;
             ``no_route``, ``malformed`` and ``oversized`` are the socket's alone).
         pings_sent: Heartbeat PINGs written to the peer (owner: the writer).
         rtt: Seconds from the write of the oldest unanswered PING to the next PONG,
@@ -180,7 +180,7 @@ class SocketStats:
         bytes_sent: Payload bytes (frames' bodies) of ``messages_sent``.
         bytes_received: Payload bytes of ``messages_received``.
         drops: Whole messages this socket discarded, by reason (every reason of
-            :data:`DROP_REASONS`, 0 until it happens); drops that no peer owns
+            ``DROP_REASONS``, 0 until it happens); drops that no peer owns
             (``no_route``, udp's ``malformed`` and ``oversized``) count here alone.
         filtered: Messages a pattern did not deliver by design: its peers'
             ``filtered``, and messages sent to no one (a PUB or XPUB message no
@@ -192,10 +192,10 @@ class SocketStats:
             socket opened (its peers' ``queued_out_peak``, departed ones included).
         queued_in_peak: The same of the incoming queues.
         peers: One :class:`PeerStats` per current peer.
-        connections: Counts by event (:data:`CONNECTION_EVENTS`).
-        disconnect_causes: ``disconnects`` by cause (:data:`DISCONNECT_CAUSES`).
+        connections: Counts by event (``CONNECTION_EVENTS``).
+        disconnect_causes: ``disconnects`` by cause (``DISCONNECT_CAUSES``).
         handshake_failure_causes: ``handshake_failures`` by cause
-            (:data:`HANDSHAKE_FAILURE_CAUSES`, and ``zap_<status>`` for ZAP refusals).
+            (``HANDSHAKE_FAILURE_CAUSES``, and ``zap_<status>`` for ZAP refusals).
         subscriptions: Subscriptions held now, over all peers (PUB, XPUB), else 0.
         subscriptions_refused: Subscriptions refused by a limit
             (``max_subscriptions``, ``max_subscription_bytes``, ...).
