@@ -27,7 +27,6 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
@@ -139,8 +138,6 @@ _LAST_SHORT = SHORT_HEADERS[0]
 _pack_long = LONG_HEADER.pack
 #: the flags of a last frame with a long header
 _LAST_LONG = 0x02
-#: a message's first frame (its only one, for the runs a mechanism seals)
-_first = itemgetter(0)
 
 
 class _Batcher:
@@ -226,8 +223,9 @@ class _Batcher:
         if self._seal_run is not None:
             # a stream of short one-frame messages, wrapped in the mechanism's loop
             used = self._seal_run(buf, batch, 0, WRITE_BATCH)
-            if used:
-                octets = sum(map(len, map(_first, islice(batch, used))))
+            # each box of a run: a 2-byte header and the mechanism's overhead around
+            # the payload
+            octets = len(buf) - used * (codec.mechanism.overhead + 2)
             items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
         for item in items:
             used += 1

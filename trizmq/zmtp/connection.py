@@ -60,8 +60,7 @@ errors. PINGs are reported, not answered: the driver replies with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from operator import itemgetter
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from .._errors import StateError
 from .commands import (
@@ -103,8 +102,6 @@ _BIG_PIECE = 4 * 1024
 Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
-#: a message's first frame (a one-frame message's only one)
-_first = itemgetter(0)
 
 #: how the body of a subscription or of a cancel starts, by whether its frame is a
 #: command: a CANCEL or SUBSCRIBE command's, a ``\x00topic`` or ``\x01topic``
@@ -677,10 +674,18 @@ class Connection(Handshaking):
                 # frame or two, alone in its read, goes frame by frame: cheaper so):
                 # whole one-frame messages are appended there; it stops at the first
                 # frame it does not take, or hands back one it opened that is not one
-                before = len(events)
+                before, start = len(events), pos
                 pos, flags, body = run(src, pos, limit, events, bare)
-                taken: list[Any] = events[before:]  # one-frame messages, bare or listed
-                self.received_bytes += sum(map(len, taken if bare else map(_first, taken)))
+                # each frame of a run has a 2-byte header and the box's overhead around
+                # its payload: what was read, less those, is the messages' payload
+                # (less the frame handed back, which is no whole message)
+                framing = overhead + 2
+                self.received_bytes += (
+                    pos
+                    - start
+                    - (len(events) - before) * framing
+                    - (0 if body is None else framing + len(body))
+                )
             if body is None:
                 if pos >= n:
                     self._need = 0
