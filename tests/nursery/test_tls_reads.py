@@ -78,11 +78,14 @@ async def test_a_ttl_bounds_the_wait(
     tls = TlsInput.of(server)
     assert tls is not None
     with trio.fail_after(5):
+        # the handshake first, both sides driven: a TTL that ran out before the
+        # client's handshake finished would leave it with nobody to answer it
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.do_handshake)
-            assert await tls.receive(0.05) is None
-            await client.send_all(b"late")
-            assert await tls.receive(1.0) == b"late"
+            nursery.start_soon(server.do_handshake)
+        assert await tls.receive(0.05) is None
+        await client.send_all(b"late")
+        assert await tls.receive(1.0) == b"late"
 
 
 async def test_the_end_of_the_stream_is_an_empty_read(
