@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -175,6 +177,26 @@ async def test_quiet_ws_peers_stay_connected_over_heartbeats() -> None:
                 assert await pull.recv() == b"after"
 
 
+@asynccontextmanager
+async def raw_ws_push(
+    pull: trizmq.Pull,
+) -> AsyncIterator[tuple[trio.SocketStream, WSConnection]]:
+    """A hand-driven ws:// PUSH peer of ``pull``'s first endpoint, upgraded and past
+    its READY: the stream and wsproto's connection, for frames of the test's own."""
+    endpoint = pull.statistics()["bound"][0]
+    address = endpoint.partition("://")[2].partition("/")[0]
+    host, _, port = address.rpartition(":")
+    async with await trio.open_tcp_stream(host, int(port)) as stream:
+        ws = WSConnection(ConnectionType.CLIENT)
+        request = Request(host=address, target="/", subprotocols=["ZWS2.0/NULL"])
+        await stream.send_all(ws.send(request))
+        while not any(isinstance(e, AcceptConnection) for e in ws.events()):
+            ws.receive_data(await stream.receive_some(65536))
+        ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
+        await stream.send_all(ws.send(BytesMessage(data=ready)))
+        yield stream, ws
+
+
 async def test_a_ws_peer_that_stops_answering_pings_is_dropped() -> None:
     with trio.fail_after(10):
         async with (
@@ -182,23 +204,13 @@ async def test_a_ws_peer_that_stops_answering_pings_is_dropped() -> None:
                 bind="ws://127.0.0.1:0/", heartbeat_ivl=0.05, heartbeat_timeout=0.2
             ) as pull,
             pull.monitor() as events,
+            raw_ws_push(pull),
         ):
-            endpoint = pull.statistics()["bound"][0]
-            address = endpoint.partition("://")[2].partition("/")[0]
-            host, _, port = address.rpartition(":")
-            async with await trio.open_tcp_stream(host, int(port)) as stream:
-                ws = WSConnection(ConnectionType.CLIENT)
-                request = Request(host=address, target="/", subprotocols=["ZWS2.0/NULL"])
-                await stream.send_all(ws.send(request))
-                while not any(isinstance(e, AcceptConnection) for e in ws.events()):
-                    ws.receive_data(await stream.receive_some(65536))
-                ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
-                await stream.send_all(ws.send(BytesMessage(data=ready)))
-                # never read again: PINGs go unanswered
-                async for event in events:
-                    if isinstance(event, trizmq.Disconnected):
-                        break
-                assert pull.statistics()["live_peers"] == 0
+            # never read again: PINGs go unanswered
+            async for event in events:
+                if isinstance(event, trizmq.Disconnected):
+                    break
+            assert pull.statistics()["live_peers"] == 0
 
 
 @pytest.mark.parametrize("with_message", [False, True], ids=["ping-alone", "ping-and-message"])
@@ -208,33 +220,25 @@ async def test_a_websocket_ping_from_the_peer_is_answered_and_never_delivered(
     """A peer's WebSocket PING gets a PONG with its payload, whether it arrives alone in
     a read or beside a message, and never reaches the application as a message."""
     with trio.fail_after(10):
-        async with trizmq.Pull(bind="ws://127.0.0.1:0/") as pull:
-            endpoint = pull.statistics()["bound"][0]
-            address = endpoint.partition("://")[2].partition("/")[0]
-            host, _, port = address.rpartition(":")
-            async with await trio.open_tcp_stream(host, int(port)) as stream:
-                ws = WSConnection(ConnectionType.CLIENT)
-                request = Request(host=address, target="/", subprotocols=["ZWS2.0/NULL"])
-                await stream.send_all(ws.send(request))
-                while not any(isinstance(e, AcceptConnection) for e in ws.events()):
-                    ws.receive_data(await stream.receive_some(65536))
-                ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
-                await stream.send_all(ws.send(BytesMessage(data=ready)))
-                await stream.send_all(ws.send(BytesMessage(data=b"\x00first")))
-                assert await pull.recv() == b"first"
-                ping = ws.send(Ping(payload=b"hb-1"))
-                if with_message:
-                    ping += ws.send(BytesMessage(data=b"\x00second"))
-                await stream.send_all(ping)
-                pongs: list[bytes] = []
-                while not pongs:
-                    ws.receive_data(await stream.receive_some(65536))
-                    pongs += [bytes(e.payload) for e in ws.events() if isinstance(e, Pong)]
-                assert pongs == [b"hb-1"]
-                await stream.send_all(ws.send(BytesMessage(data=b"\x00last")))
-                if with_message:
-                    assert await pull.recv() == b"second"
-                assert await pull.recv() == b"last"
+        async with (
+            trizmq.Pull(bind="ws://127.0.0.1:0/") as pull,
+            raw_ws_push(pull) as (stream, ws),
+        ):
+            await stream.send_all(ws.send(BytesMessage(data=b"\x00first")))
+            assert await pull.recv() == b"first"
+            ping = ws.send(Ping(payload=b"hb-1"))
+            if with_message:
+                ping += ws.send(BytesMessage(data=b"\x00second"))
+            await stream.send_all(ping)
+            pongs: list[bytes] = []
+            while not pongs:
+                ws.receive_data(await stream.receive_some(65536))
+                pongs += [bytes(e.payload) for e in ws.events() if isinstance(e, Pong)]
+            assert pongs == [b"hb-1"]
+            await stream.send_all(ws.send(BytesMessage(data=b"\x00last")))
+            if with_message:
+                assert await pull.recv() == b"second"
+            assert await pull.recv() == b"last"
 
 
 async def test_a_server_that_masks_its_frames_loses_its_connection(
