@@ -16,6 +16,9 @@ printed after the table, with their median:
   (PUSH or DEALER sockets in helper processes, each of which sent one greeting
   message, so that the receiver knows they are all there) and one busy peer
   sending 64 B messages as fast as it can; messages received per second.
+* **idle peers, memory**: the same receiver with P idle peers and no busy one; its
+  resident set once every peer has greeted less its resident set once bound, per
+  peer (bytes; Linux's VmRSS after a garbage collection).
 * **idle peers, round trips**: a REP bound on tcp with P idle REQ peers (in helper
   processes; each asked once and got its answer) and one REQ client timing round
   trips of 64 B; the median round trip, µs (lower is better).
@@ -43,6 +46,7 @@ from its first message (after the greetings).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -65,6 +69,22 @@ def raise_fd_limit() -> int:
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return hard
+
+
+def rss_kib() -> int:
+    """This process's resident set now, KiB (Linux: /proc/self/status)."""
+    gc.collect()
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise OSError("no VmRSS in /proc/self/status")
+
+
+def peer_memory(before: int, greetings: int) -> dict[str, float]:
+    """What the process grew by since ``before`` (KiB), and per connected peer (bytes)."""
+    grown = rss_kib() - before
+    return {"rss_grown_kib": grown, "bytes_per_peer": grown * 1024 / max(greetings, 1)}
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -244,6 +264,7 @@ def tz_receiver(conn: Connection, spec: Spec) -> None:
         # limit; see docs/security.md)
         slots = max(100, spec["greetings"] + 64)
         async with cls(bind="tcp://127.0.0.1:0", rcvhwm=1000, max_handshakes=slots) as sock:
+            before = rss_kib()
             conn.send(("ready", sock.statistics()["bound"][0]))
             greetings = spec["greetings"]
             while greetings:
@@ -252,6 +273,8 @@ def tz_receiver(conn: Connection, spec: Spec) -> None:
                         greetings -= 1
             set_up = time.monotonic()
             conn.send(("greeted", set_up))
+            if spec.get("rss"):
+                conn.send(("rss", peer_memory(before, greetings=spec["greetings"])))
             if not spec["duration"]:
                 return
             count = 0
@@ -319,6 +342,7 @@ def zmq_receiver(conn: Connection, spec: Spec) -> None:
     sock.rcvhwm = 1000
     sock.linger = 0
     sock.bind("tcp://127.0.0.1:*")
+    before = rss_kib()
     conn.send(("ready", sock.getsockopt(zmq.LAST_ENDPOINT).decode()))
     greetings = spec["greetings"]
     router = spec["kind"] == "router"
@@ -327,6 +351,8 @@ def zmq_receiver(conn: Connection, spec: Spec) -> None:
         if msg[-1] == GREETING:
             greetings -= 1
     conn.send(("greeted", time.monotonic()))
+    if spec.get("rss"):
+        conn.send(("rss", peer_memory(before, greetings=spec["greetings"])))
     if spec["duration"]:
         recv = sock.recv_multipart if router else sock.recv
         recv()
@@ -486,6 +512,27 @@ def idle_row(impl: str, kind: str, idle: int, duration: float) -> float:
         return rate
 
 
+def idle_memory_row(impl: str, kind: str, idle: int) -> dict[str, float]:
+    """What ``idle`` connected quiet peers cost the receiving process in memory: its
+    resident set after every peer's greeting less its resident set once bound."""
+    receiver = tz_receiver if impl == "trizmq" else zmq_receiver
+    with Run() as run:
+        spec = {"kind": kind, "greetings": idle, "duration": 0, "rss": True}
+        rx = run.start(receiver, spec)
+        endpoint = expect(rx, "ready")
+        helpers = []
+        for start in range(0, idle, 2500):
+            count = min(2500, idle - start)
+            helpers.append(
+                run.start(helper_idle, {"kind": kind, "endpoint": endpoint, "count": count})
+            )
+        for helper in helpers:
+            expect(helper, "connected")
+        expect(rx, "greeted")
+        memory: dict[str, float] = expect(rx, "rss")
+        return memory
+
+
 def idle_rep_row(impl: str, idle: int, duration: float) -> float:
     """The median round trip, µs, of a REQ client to a REP with ``idle`` quiet peers."""
     server = tz_rep_server if impl == "trizmq" else zmq_rep_server
@@ -594,6 +641,15 @@ def rows_for(
                     lambda impl, k=kind, p=idle: idle_row(impl, k, p, duration),
                 )
             )
+    for kind, label in (("pull", "PULL"), ("router", "ROUTER")):
+        idle = 100 if quick else 1000
+        rows.append(
+            (
+                f"idle-memory-{kind}-{idle}",
+                f"{label}, {idle:,} idle peers: resident memory per peer",
+                lambda impl, k=kind, p=idle: idle_memory_row(impl, k, p),
+            )
+        )
     for idle in [0, 10] if quick else [0, 10, 1000]:
         rows.append(
             (
