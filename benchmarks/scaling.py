@@ -707,9 +707,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--only", action="append", help="rows whose id contains this")
     parser.add_argument("--json", help="write the results as JSON")
-    parser.add_argument(
-        "--duration", type=float, help="seconds each measurement lasts (default 1)"
-    )
+    parser.add_argument("--duration", type=float, help="seconds each measurement lasts (default 1)")
     args = parser.parse_args(argv)
     raise_fd_limit()
     chosen = [
