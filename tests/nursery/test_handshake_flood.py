@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import resource
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -33,6 +32,7 @@ import pytest
 import trio
 import trio.testing
 import zmq
+from line_process import LineProcess, line_process
 
 import trizmq
 from trizmq import transport
@@ -353,55 +353,14 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-class FloodClient:
-    """The flood_client.py process, with a line reader for what it prints."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self._buffer = b""
-
-    async def expect(self, line: str) -> str:
-        """Read lines until one starting with ``line``; return it."""
-        assert self.process.stdout is not None
-        while True:
-            head, sep, rest = self._buffer.partition(b"\n")
-            if sep:
-                self._buffer = rest
-                text = head.decode()
-                if text.startswith(line):
-                    return text
-                continue
-            data = await self.process.stdout.receive_some(4096)
-            assert data, f"the flood client exited before printing {line!r}"
-            self._buffer += data
-
-    async def tell(self, line: str) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(line.encode() + b"\n")
-
-
 @asynccontextmanager
-async def flood(endpoint: str, count: int, mode: str, source: str) -> AsyncIterator[FloodClient]:
+async def flood(endpoint: str, count: int, mode: str, source: str) -> AsyncIterator[LineProcess]:
+    """The flood_client.py process; closing its stdin (EOF) makes it reset its
+    connections and exit."""
     host, _, port = endpoint.removeprefix("tcp://").rpartition(":")
-    process = await trio.lowlevel.open_process(
-        [sys.executable, str(FLOOD_CLIENT), host, port, str(count), mode, source, "2000"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        yield FloodClient(process)
-    finally:
-        with trio.CancelScope(shield=True):
-            assert process.stdin is not None
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()  # EOF: it resets its connections and exits
-            with trio.move_on_after(10):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            assert process.stdout is not None
-            await process.stdout.aclose()
+    argv = [sys.executable, str(FLOOD_CLIENT), host, port, str(count), mode, source, "2000"]
+    async with line_process(argv, "flood client") as process:
+        yield process
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts fds in /proc")

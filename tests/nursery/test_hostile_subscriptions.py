@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from line_process import LineProcess, line_process
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, BytesMessage, Request
 
@@ -46,48 +46,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Victim:
-    """The subscription_victim.py process, with a line reader for what it prints."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self._buffer = b""
-
-    async def line(self) -> str:
-        assert self.process.stdout is not None
-        while True:
-            head, sep, rest = self._buffer.partition(b"\n")
-            if sep:
-                self._buffer = rest
-                return head.decode()
-            data = await self.process.stdout.receive_some(4096)
-            assert data, "the victim exited early"
-            self._buffer += data
-
-
 @asynccontextmanager
 async def victim(
     socket_type: str, transport: str, refusals: int = len(HUGE)
-) -> AsyncIterator[Victim]:
-    process = await trio.lowlevel.open_process(
-        [sys.executable, str(VICTIM), socket_type, transport, str(refusals)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        yield Victim(process)
-    finally:
-        with trio.CancelScope(shield=True):
-            assert process.stdin is not None
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await process.stdin.aclose()
-            with trio.move_on_after(10):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            assert process.stdout is not None
-            await process.stdout.aclose()
+) -> AsyncIterator[LineProcess]:
+    """The subscription_victim.py process."""
+    argv = [sys.executable, str(VICTIM), socket_type, transport, str(refusals)]
+    async with line_process(argv, "victim") as process:
+        yield process
 
 
 class RawSubscriber:
