@@ -53,14 +53,15 @@ from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough, TlsInput
 from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .pipe import Pipe, payload
-from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
+from .reader import STREAM_ERRORS, StreamInput, run_reader
 from .slots import _HandshakeCut
-from .writer import Output, StreamOutput, run_writer
+from .writer import StreamOutput, run_writer
 
 if TYPE_CHECKING:
     from ..transport.base import Codec
     from ..zmtp.connection import Received
     from .fastpath import FastPath
+    from .parents import Input, Output
     from .peers import Peer
     from .runtime import SocketRuntime
     from .slots import HandshakeSlot
