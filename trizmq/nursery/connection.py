@@ -61,9 +61,8 @@ if TYPE_CHECKING:
     from ..transport.base import Codec
     from ..zmtp.connection import Received
     from .fastpath import FastPath
-    from .parents import Input, Output
+    from .parents import ConnectionParent, Input, Output
     from .peers import Peer
-    from .runtime import SocketRuntime
     from .slots import HandshakeSlot
 
 __all__ = ["ConnectionActor"]
@@ -77,7 +76,11 @@ class ConnectionActor:
     """One stream connection: handshake, attach or refuse, then read, write, beat."""
 
     def __init__(
-        self, runtime: SocketRuntime, stream: trio.abc.Stream, peer: Peer, codec: Codec
+        self,
+        runtime: ConnectionParent[FastPath],
+        stream: trio.abc.Stream,
+        peer: Peer,
+        codec: Codec,
     ) -> None:
         self.runtime = runtime
         self.stream = stream

@@ -8,13 +8,19 @@ order inside the runtime"). This module sits below every actor and below the fas
 path, which types against it too; it imports nothing of the runtime but what the
 Protocols name, and that only for the type checker.
 
-Who uses which (every parent of a connection's task is a ``ConnectionActor``):
+Who uses which (every parent of a connection's task is a ``ConnectionActor``,
+every other parent is the socket's ``SocketRuntime``):
 
+* the connection actor: :class:`ConnectionParent`; the acceptor:
+  :class:`AcceptorParent`; the connecter: :class:`ConnecterParent`; the snapshot
+  of the socket's counts: :class:`CountsParent`;
 * the reader: :class:`ReaderParent`; the writer: :class:`WriterParent`; the
   heartbeat: :class:`HeartbeatParent` (the last two read the socket through the
   connection as a :class:`SocketState`);
 * the fast path: :class:`ReadThroughParent` (its read-through) and
-  :class:`ConnectionCodec` (its write-through).
+  :class:`ConnectionCodec` (its write-through);
+* the acceptor, the connecter and the connection actor report to the socket's
+  counts as :class:`Counts`.
 
 :class:`Input` and :class:`Output`, where a reader's bytes come from and where a
 writer's go, live here too: they are what the connection hands its reader and
@@ -26,19 +32,33 @@ always did, with no wrapper in between.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from collections import Counter
+    from collections.abc import Iterable
+
+    import trio
+
+    from .._monitor import MonitorEvent
     from .._options import Options
+    from ..patterns.sockets.base import SocketStrategy
     from ..transport.base import Codec
     from ..zmtp import ProtocolError
     from ..zmtp.connection import Received
     from ..zmtp.encoding import Buffer
+    from .handshake import Zap
     from .peers import Peer, PeerTable
     from .pipe import Pipe
+    from .slots import HandshakeSlots
 
 __all__ = [
+    "AcceptorParent",
+    "ConnecterParent",
     "ConnectionCodec",
+    "ConnectionParent",
+    "Counts",
+    "CountsParent",
     "HeartbeatParent",
     "Input",
     "Output",
@@ -48,8 +68,28 @@ __all__ = [
     "WriterParent",
 ]
 
+#: the type of the socket's fast-path state (``FastPath``): its class sits above this
+#: module, since the fast path types against the Protocols here
+FastT_co = TypeVar("FastT_co", covariant=True)
+
 
 # -- the socket, as its actors see it -------------------------------------------------------
+class Counts(Protocol):
+    """The socket's counts (``SocketCounts``), as the actors that report to them see them."""
+
+    def event(self, name: str) -> None:
+        """One connection event (accepted, connected, reconnects) happened."""
+        ...
+
+    def handshake_failed(self, cause: str) -> None:
+        """A handshake failed for ``cause``."""
+        ...
+
+    def disconnected(self, cause: str) -> None:
+        """A connection that was up ended for ``cause``."""
+        ...
+
+
 class SocketState(Protocol):
     """The socket, as a connection's writer and heartbeat read it (``actor.runtime``):
     its options, whether it is closing, and its peer table (whose ``flush_lot`` a
@@ -63,6 +103,74 @@ class SocketState(Protocol):
 
     @property
     def peers(self) -> PeerTable: ...
+
+
+class ConnectionParent(SocketState, Protocol[FastT_co]):
+    """The socket, as one of its connection actors sees it: what a handshake needs
+    (ZAP, the handshake slots), the peer table a handshaken peer joins, where
+    monitor events and counts go, and the socket's fast path (``None``: the
+    portable path)."""
+
+    @property
+    def socket_type(self) -> str: ...
+
+    @property
+    def strategy(self) -> SocketStrategy: ...
+
+    @property
+    def takes_bare_messages(self) -> bool: ...
+
+    @property
+    def fast(self) -> FastT_co | None: ...
+
+    @property
+    def zap(self) -> Zap: ...
+
+    @property
+    def handshake_slots(self) -> HandshakeSlots: ...
+
+    @property
+    def counts(self) -> Counts: ...
+
+    def emit(self, event: MonitorEvent) -> None:
+        """Report a monitor event."""
+        ...
+
+
+class ConnecterParent(ConnectionParent[FastT_co], Protocol[FastT_co]):
+    """The socket, as the connecter of one connected endpoint sees it: a connection
+    actor's parent that also makes the pipes of a new peer."""
+
+    def new_pipes(self) -> tuple[Pipe, Pipe]:
+        """The (outgoing, incoming) pipes of a new connection's peer."""
+        ...
+
+
+class AcceptorParent(ConnectionParent[FastT_co], Protocol[FastT_co]):
+    """The socket, as the acceptor of one bound endpoint sees it: a connection actor's
+    parent that also makes the pipes of a new peer and runs each accepted connection
+    in its nursery."""
+
+    @property
+    def nursery(self) -> trio.Nursery: ...
+
+    def new_pipes(self) -> tuple[Pipe, Pipe]:
+        """The (outgoing, incoming) pipes of a new connection's peer."""
+        ...
+
+
+class CountsParent(Protocol):
+    """The socket, as the snapshot of its counts (``SocketCounts.snapshot``) reads it:
+    its strategy, its peers and the transports' counters."""
+
+    @property
+    def strategy(self) -> SocketStrategy: ...
+
+    @property
+    def peers(self) -> Iterable[Peer]: ...
+
+    @property
+    def counters(self) -> Counter[str]: ...
 
 
 # -- one connection, as its tasks and the fast path see it -------------------------------------
