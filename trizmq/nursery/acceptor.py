@@ -27,7 +27,8 @@ from .connection import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
-    from .runtime import SocketRuntime
+    from .fastpath import FastPath
+    from .parents import AcceptorParent
     from .slots import HandshakeSlot, HandshakeSlots
 
 __all__ = ["run_acceptor"]
@@ -37,7 +38,7 @@ log = logging.getLogger("trizmq")
 
 @enable_ki_protection
 async def run_acceptor(
-    runtime: SocketRuntime,
+    runtime: AcceptorParent[FastPath],
     transport: StreamTransport,
     listener: Listener,
     task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
@@ -97,7 +98,7 @@ class _Admission:
 
 @enable_ki_protection
 async def _serve(
-    runtime: SocketRuntime,
+    runtime: AcceptorParent[FastPath],
     transport: StreamTransport,
     stream: trio.abc.Stream,
     endpoint: str,

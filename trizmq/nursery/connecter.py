@@ -30,8 +30,9 @@ from .connection import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, StreamTransport
+    from .fastpath import FastPath
+    from .parents import ConnecterParent
     from .peers import Peer
-    from .runtime import SocketRuntime
 
 __all__ = ["Connecter"]
 
@@ -45,7 +46,7 @@ class Connecter:
     """One connected endpoint: its peer (kept, or one per connection) and its task."""
 
     def __init__(
-        self, runtime: SocketRuntime, transport: StreamTransport, endpoint: Endpoint
+        self, runtime: ConnecterParent[FastPath], transport: StreamTransport, endpoint: Endpoint
     ) -> None:
         self.runtime = runtime
         self.transport = transport

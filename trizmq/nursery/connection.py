@@ -53,16 +53,16 @@ from .fastpath import RawInput, RawOutput, RawSocket, ReadThrough, TlsInput
 from .handshake import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .pipe import Pipe, payload
-from .reader import STREAM_ERRORS, Input, StreamInput, run_reader
+from .reader import STREAM_ERRORS, StreamInput, run_reader
 from .slots import _HandshakeCut
-from .writer import Output, StreamOutput, run_writer
+from .writer import StreamOutput, run_writer
 
 if TYPE_CHECKING:
     from ..transport.base import Codec
     from ..zmtp.connection import Received
     from .fastpath import FastPath
+    from .parents import ConnectionParent, Input, Output
     from .peers import Peer
-    from .runtime import SocketRuntime
     from .slots import HandshakeSlot
 
 __all__ = ["ConnectionActor"]
@@ -76,7 +76,11 @@ class ConnectionActor:
     """One stream connection: handshake, attach or refuse, then read, write, beat."""
 
     def __init__(
-        self, runtime: SocketRuntime, stream: trio.abc.Stream, peer: Peer, codec: Codec
+        self,
+        runtime: ConnectionParent[FastPath],
+        stream: trio.abc.Stream,
+        peer: Peer,
+        codec: Codec,
     ) -> None:
         self.runtime = runtime
         self.stream = stream

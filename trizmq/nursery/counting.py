@@ -60,8 +60,8 @@ from .pipe import LinkPipe
 
 if TYPE_CHECKING:
     from ..patterns.sockets.base import SocketStrategy
+    from .parents import CountsParent
     from .peers import Peer
-    from .runtime import SocketRuntime
 
 __all__ = ["DROPS_AT_HWM", "SocketCounts", "peer_stats"]
 
@@ -249,7 +249,7 @@ class SocketCounts:
         return waiting
 
     # -- the snapshot ------------------------------------------------------------------
-    def snapshot(self, runtime: SocketRuntime) -> SocketStats:
+    def snapshot(self, runtime: CountsParent) -> SocketStats:
         """Every figure of the socket now (see the module docstring)."""
         strategy = runtime.strategy
         strategy.flush()  # a publisher's gathered messages are counted as they queue

@@ -34,7 +34,7 @@ from trio.lowlevel import enable_ki_protection
 from ..zmtp.events import Ping
 
 if TYPE_CHECKING:
-    from .connection import ConnectionActor
+    from .parents import HeartbeatParent
 
 __all__ = ["run_heartbeat"]
 
@@ -42,7 +42,7 @@ log = logging.getLogger("trizmq")
 
 
 @enable_ki_protection
-async def run_heartbeat(actor: ConnectionActor) -> None:
+async def run_heartbeat(actor: HeartbeatParent) -> None:
     """PING every interval; end the connection when a PING goes unanswered too long."""
     options = actor.runtime.options
     ivl = options.heartbeat_ivl

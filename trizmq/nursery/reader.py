@@ -1,18 +1,20 @@
 """The reader of one connection: bytes in, messages into the peer's incoming pipe.
 
 Strategy: every read is parsed whole and what it completed is handed on with one
-wake-up (:meth:`ConnectionActor.deliver`). A full incoming pipe stops the reader,
+wake-up (the connection's ``deliver``). A full incoming pipe stops the reader,
 which pushes back on the sender through the transport (TCP's window). A PING's
 TTL bounds only the wait for the next read, as in libzmq (any data clears it).
-Reads come from a :class:`StreamInput` (trio's stream calls) or, on the fast
-path, a :class:`~trizmq.nursery.fastpath.RawInput`.
+Reads come from an :class:`~trizmq.nursery.parents.Input`: a :class:`StreamInput`
+(trio's stream calls) or, on the fast path, a
+:class:`~trizmq.nursery.fastpath.RawInput`. The reader sees its connection as a
+:class:`~trizmq.nursery.parents.ReaderParent`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -22,10 +24,10 @@ from .handshake import RECEIVE_SIZE
 
 if TYPE_CHECKING:
     from ..zmtp.connection import Received
-    from .connection import ConnectionActor
+    from .parents import ReaderParent
     from .pipe import Pipe
 
-__all__ = ["Input", "StreamInput", "run_reader", "settle_allocator"]
+__all__ = ["StreamInput", "run_reader", "settle_allocator"]
 
 log = logging.getLogger("trizmq")
 
@@ -58,26 +60,6 @@ def settle_allocator() -> None:
         del block
 
 
-class Input(Protocol):
-    """Where a reader's bytes come from."""
-
-    def start(self) -> None:
-        """The handshake's leftovers are handed on: reading starts."""
-        ...
-
-    def stop(self) -> None:
-        """The connection ended."""
-        ...
-
-    async def receive(self, ttl: float) -> bytes | bytearray | None:
-        """The next bytes, b"" at the end, None when ``ttl`` (if not 0) passed."""
-        ...
-
-    async def after(self, size: int, pipe: Pipe) -> None:
-        """A read of ``size`` bytes was handed on to ``pipe``."""
-        ...
-
-
 class StreamInput:
     """Reads with trio's stream calls: the portable path."""
 
@@ -104,7 +86,7 @@ class StreamInput:
         """trio's stream calls already yield after every read."""
 
 
-async def run_reader(actor: ConnectionActor, leftovers: list[Received]) -> None:
+async def run_reader(actor: ReaderParent, leftovers: list[Received]) -> None:
     """Read until the connection ends; leaves ``actor.outcome`` REFUSED for a protocol
     violation."""
     pipe = actor.peer.in_pipe

@@ -7,10 +7,11 @@ first writer to meet it, and a run of them is joined at C speed; a published bat
 queued whole (a :class:`~trizmq.patterns.sockets.base.FanoutRun`) is written from
 its one shared encoding. Commands
 (subscriptions, PING/PONG) are encoded by the codec. Writes go to an
-:class:`Output`: trio's ``send_all`` (:class:`StreamOutput`) or, on the fast path,
-direct system calls (:class:`~trizmq.nursery.fastpath.RawOutput`), which also
-writes big frames from the sender's own object and lets the sending task write
-while the writer is idle.
+:class:`~trizmq.nursery.parents.Output`: trio's ``send_all``
+(:class:`StreamOutput`) or, on the fast path, direct system calls
+(:class:`~trizmq.nursery.fastpath.RawOutput`), which also writes big frames from
+the sender's own object and lets the sending task write while the writer is idle.
+The writer sees its connection as a :class:`~trizmq.nursery.parents.WriterParent`.
 
 Rule: the part of a message that one connection began to write belongs to that
 connection only: if it ends, the part is dropped, never resent on the next one.
@@ -27,7 +28,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -48,10 +49,10 @@ from .reader import STREAM_ERRORS
 
 if TYPE_CHECKING:
     from ..transport.base import Codec
-    from .connection import ConnectionActor
+    from .parents import WriterParent
     from .pipe import Pipe
 
-__all__ = ["WRITE_BATCH", "WRITE_ITEMS", "Output", "StreamOutput", "run_writer"]
+__all__ = ["WRITE_BATCH", "WRITE_ITEMS", "StreamOutput", "run_writer"]
 
 log = logging.getLogger("trizmq")
 
@@ -68,27 +69,6 @@ _COMMAND_ENCODERS: dict[type, Callable[[Codec, Any], bytes]] = {
     Ping: lambda codec, cmd: codec.encode_ping(cmd.ttl, cmd.context),
     Pong: lambda codec, cmd: codec.encode_pong(cmd.context),
 }
-
-
-class Output(Protocol):
-    """Where a writer's bytes go."""
-
-    @property
-    def zero_copy(self) -> bool:
-        """May big frames be written from the sender's own object?"""
-        ...
-
-    async def write(self, data: Buffer) -> None:
-        """Write all of ``data``."""
-        ...
-
-    async def pause(self) -> None:
-        """Between two batches: let other tasks run."""
-        ...
-
-    async def idle(self) -> None:
-        """Wait until the pipe has work."""
-        ...
 
 
 class StreamOutput:
@@ -154,7 +134,7 @@ class _Batcher:
         "_share",
     )
 
-    def __init__(self, actor: ConnectionActor, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
+    def __init__(self, actor: WriterParent, codec: Codec, pipe: Pipe, zero_copy: bool) -> None:
         #: whose PINGs the heartbeat task times from their write
         self._actor = actor
         self._codec = codec
@@ -300,7 +280,7 @@ class _Batcher:
 
 
 @enable_ki_protection
-async def run_writer(actor: ConnectionActor) -> None:
+async def run_writer(actor: WriterParent) -> None:
     """Write the peer's queue until the connection ends (then end it)."""
     peer = actor.peer
     pipe = peer.out_pipe
