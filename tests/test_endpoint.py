@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trizmq._endpoint import INPROC_NAME_MAX, IPC_PATH_MAX, Endpoint, parse_endpoint
+from trizmq._endpoint import Endpoint, parse_endpoint
 from trizmq._errors import EndpointError, ZMQError
+from trizmq.transport.addresses import INPROC_NAME_MAX, IPC_PATH_MAX
 
 # (text, for_bind, transport, host, port, path, canonical str)
 GOOD: list[tuple[str, bool, str, str | None, int | None, str | None, str]] = [

@@ -18,9 +18,9 @@ import attrs
 
 from ._endpoint import Endpoint, parse_endpoint
 from ._errors import EndpointError
-from .transport.base import DEFAULT_BACKLOG
 
 __all__ = [
+    "DEFAULT_BACKLOG",
     "DEFAULT_LINGER",
     "DEFAULT_MAX_FRAMES",
     "OPTIONS",
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 #: seconds a closing socket keeps flushing (see docs/getting-started.md)
 DEFAULT_LINGER = 1.0
+#: the listen backlog of a bound tcp/ipc endpoint unless the ``backlog`` option says
+#: otherwise (libzmq's ZMQ_BACKLOG is 100): a thousand peers connecting at once must
+#: not wait in SYN retries. The kernel caps it at ``net.core.somaxconn``.
+DEFAULT_BACKLOG = 1024
 #: the most frames one incoming message may have (libzmq has no such bound): a real
 #: message has a handful; 65,536 tiny frames already cost ~3 MB of objects
 DEFAULT_MAX_FRAMES = 65_536

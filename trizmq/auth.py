@@ -112,7 +112,7 @@ def create_certificates(
         public_key, secret_key = trizmq.auth.load_certificate(secret_path)
         server = trizmq.CurveServer(secret_key=secret_key)
     """
-    from . import curve_keypair
+    from .zmtp.curve import curve_keypair
 
     if not name or os.sep in name or (os.altsep and os.altsep in name):
         raise ValueError(f"certificate name must be a plain file name, not {name!r}")

@@ -14,13 +14,11 @@ without it.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
-__all__ = ["HEADER", "register", "unpack_header"]
+from ._header import HEADER
 
-#: the optional de-duplication header frame: batch id (-1 for a batch write), partition, sequence
-HEADER = struct.Struct(">qiq")
+__all__ = ["HEADER", "register", "unpack_header"]
 
 
 def unpack_header(frame: bytes) -> tuple[int, int, int]:

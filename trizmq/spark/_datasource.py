@@ -32,7 +32,8 @@ from pyspark.sql.types import StructType
 
 import trizmq
 
-from . import HEADER, _wal
+from . import _wal
+from ._header import HEADER
 from ._runtime import Runtime, SocketSpec, receive_into_log, runtime
 from ._store import open_store
 

@@ -9,15 +9,16 @@ carries whole messages. Adding a transport is one module and one entry in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import trio
 
 from .._errors import EndpointError
+from .._options import Options
 from .base import (
     Codec,
     Endpoint,
     LinkHost,
+    LinkPeer,
+    LinkQueue,
     Listener,
     MessageBinding,
     MessageTransport,
@@ -37,9 +38,6 @@ from .tcp import DEFAULT_BACKLOG, TCP, TCPListener
 from .udp import UDP
 from .ws import WS, WSS
 
-if TYPE_CHECKING:
-    from .._options import Options
-
 __all__ = [
     "DEFAULT_BACKLOG",
     "SUPPORTED_TRANSPORTS",
@@ -48,6 +46,8 @@ __all__ = [
     "Endpoint",
     "IPCListener",
     "LinkHost",
+    "LinkPeer",
+    "LinkQueue",
     "Listener",
     "MessageBinding",
     "MessageTransport",
@@ -84,8 +84,6 @@ def _stream_transport(endpoint: Endpoint) -> StreamTransport:
 
 
 def _default_options() -> Options:
-    from .._options import Options
-
     return Options()
 
 

@@ -13,7 +13,9 @@ Two kinds of transport, one protocol each:
 Rules:
 
 * One table, :func:`transport_for`, is what :func:`parse_endpoint` and the runtime
-  both use: no code outside this package asks which transport an endpoint has.
+  both use: no code outside this package asks which transport an endpoint has. The
+  table itself is :mod:`trizmq._endpoint`'s, below the options, so that the options
+  parse endpoints without importing the transports that read them.
   ``trizmq.transport`` registers the built-in transports; :func:`register_transport`
   is the public seam for another one (a test transport, a new scheme).
 * A ``trio.run`` may put transports of its own in front of the table for its
@@ -21,6 +23,9 @@ Rules:
   that tcp and ipc go through memory on trio's clock.
 * A transport never starts tasks of its own accord: whatever must run, it asks the
   :class:`LinkHost` (the socket's nursery) to run.
+* A message transport knows a peer only as a :class:`LinkPeer` (what it reads and
+  sets of one, and the two queues it fills and drains, :class:`LinkQueue`), and the
+  runtime only as a :class:`LinkHost`: the runtime's classes are not imported here.
 """
 
 from __future__ import annotations
@@ -29,23 +34,25 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-import attrs
 import trio
 
+from .._endpoint import Endpoint, add_scheme, parse_endpoint, parser_for, remove_scheme, schemes
 from .._errors import EndpointError
+from .._options import DEFAULT_BACKLOG
 
 if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
-    from ..nursery.peers import Peer
-    from ..zmtp.connection import Received
     from ..zmtp.encoding import Buffer
+    from ..zmtp.events import Received
     from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
 
 __all__ = [
     "Codec",
     "Endpoint",
     "LinkHost",
+    "LinkPeer",
+    "LinkQueue",
     "DEFAULT_BACKLOG",
     "Listener",
     "ListenerBase",
@@ -65,12 +72,6 @@ __all__ = [
 ]
 
 
-#: the listen backlog of a bound tcp/ipc endpoint unless the ``backlog`` option says
-#: otherwise (libzmq's ZMQ_BACKLOG is 100): a thousand peers connecting at once must
-#: not wait in SYN retries. The kernel caps it at ``net.core.somaxconn``.
-DEFAULT_BACKLOG = 1024
-
-
 def somaxconn() -> int | None:
     """The kernel's cap on a listen backlog (Linux ``net.core.somaxconn``), if known."""
     try:
@@ -84,27 +85,6 @@ def effective_backlog(backlog: int) -> int:
     """``backlog`` as the kernel will apply it: at most ``somaxconn``."""
     cap = somaxconn()
     return min(backlog, cap) if cap is not None and cap > 0 else backlog
-
-
-@attrs.frozen(slots=True)
-class Endpoint:
-    """A validated endpoint; build it with :func:`parse_endpoint`."""
-
-    transport: str
-    address: str
-    host: str | None = None
-    port: int | None = None
-    path: str | None = None
-    #: udp multicast only: the interface (name, address or ``*``) before the ``;``
-    interface: str | None = None
-
-    def __str__(self) -> str:
-        if self.host is not None and self.port is not None:
-            host = f"[{self.host}]" if ":" in self.host else self.host
-            iface = f"{self.interface};" if self.interface is not None else ""
-            path = self.path or ""
-            return f"{self.transport}://{iface}{host}:{self.port}{path}"
-        return f"{self.transport}://{self.address}"
 
 
 class Listener(Protocol):
@@ -289,14 +269,77 @@ class StreamTransport(Protocol):
         ...
 
 
-class MessageBinding(Protocol):
+class LinkQueue(Protocol):
+    """One of a link peer's two queues, as a message transport fills or drains it
+    (the runtime's :class:`~trizmq.nursery.pipe.Pipe`)."""
+
+    #: messages and their payload bytes that went through, and the deepest it got
+    passed: int
+    octets: int
+    peak: int
+
+    @property
+    def full(self) -> bool:
+        """True at the high-water mark."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def put(self, item: object) -> None:
+        """Queue one message."""
+        ...
+
+    def popleft(self) -> object:
+        """Take the oldest message."""
+        ...
+
+    def note(self, name: str, count: int = 1) -> None:
+        """Count an event of the queue (``"hwm"``: a message refused at the mark)."""
+        ...
+
+    async def wait_readable(self) -> None:
+        """Wait until something is queued."""
+        ...
+
+
+class LinkPeer(Protocol):
+    """A peer of a socket, as a message transport sees it (the runtime's
+    :class:`~trizmq.nursery.peers.Peer`)."""
+
+    #: True while a sender has taken messages it has not finished sending
+    writing: bool
+    #: what ends the link on both sides (an inproc link sets it)
+    closer: Callable[[], None] | None
+
+    @property
+    def endpoint(self) -> str:
+        """The local endpoint it came through."""
+        ...
+
+    @property
+    def gone(self) -> bool:
+        """True once it left the socket for good."""
+        ...
+
+    @property
+    def in_pipe(self) -> LinkQueue: ...
+
+    @property
+    def out_pipe(self) -> LinkQueue: ...
+
+
+#: the runtime's peer class, as one :class:`LinkHost` and its bindings name it
+PeerT = TypeVar("PeerT", bound=LinkPeer)
+
+
+class MessageBinding(Protocol[PeerT]):
     """What a message transport's bind or connect leaves behind: closable."""
 
     #: the endpoint, resolved
     endpoint: str
 
     @property
-    def peer(self) -> Peer | None:
+    def peer(self) -> PeerT | None:
         """The peer it made, if it made one (a connect's)."""
         ...
 
@@ -305,7 +348,7 @@ class MessageBinding(Protocol):
         """True when its peers left already (a refused link)."""
         ...
 
-    def holds(self, peer: Peer) -> bool:
+    def holds(self, peer: PeerT) -> bool:
         """Whether ``peer`` came from this bind or connect."""
         ...
 
@@ -314,8 +357,9 @@ class MessageBinding(Protocol):
         ...
 
 
-class LinkHost(Protocol):
-    """The runtime of one socket, as a message transport sees it."""
+class LinkHost(Protocol[PeerT]):
+    """The runtime of one socket, as a message transport sees it: the peers it makes
+    are of its own class (``PeerT``), which the transport knows as a :class:`LinkPeer`."""
 
     socket_type: str
     identity: bytes
@@ -327,25 +371,25 @@ class LinkHost(Protocol):
         *,
         out_hwm: int = 0,
         in_hwm: int = 0,
-        across: Peer | None = None,
+        across: PeerT | None = None,
         datagram: bool = False,
         shared_queue: bool = False,
-    ) -> Peer:
+    ) -> PeerT:
         """A NEW peer of this socket over new queues bounded by ``out_hwm``/``in_hwm``
         (0: unbounded), or over ``across``'s queues swapped (the other end of an
         inproc link). ``datagram``: no ZMTP under it (udp: no commands);
         ``shared_queue``: another socket reads its outgoing queue (inproc)."""
         ...
 
-    def attach(self, peer: Peer) -> bool:
+    def attach(self, peer: PeerT) -> bool:
         """Route to and from ``peer`` (it waits for its link); False if refused."""
         ...
 
-    def link_up(self, peer: Peer, peer_type: str, identity: bytes) -> None:
+    def link_up(self, peer: PeerT, peer_type: str, identity: bytes) -> None:
         """``peer``'s link is live: the other end is of ``peer_type`` and ``identity``."""
         ...
 
-    def link_down(self, peer: Peer) -> None:
+    def link_down(self, peer: PeerT) -> None:
         """``peer``'s link is gone for good."""
         ...
 
@@ -378,27 +422,21 @@ class MessageTransport(Protocol):
         """As :meth:`StreamTransport.parse`."""
         ...
 
-    async def bind(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def bind(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """Bind ``endpoint`` for ``host``; its peers come and go through ``host``."""
         ...
 
-    async def connect(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def connect(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """Connect ``host`` to ``endpoint``."""
         ...
 
 
 Transport = StreamTransport | MessageTransport
 
-#: scheme -> transport: the one table (filled by ``trizmq.transport``)
-_TRANSPORTS: dict[str, Transport] = {}
-
 #: transports the current ``trio.run`` puts in front of the table, by scheme
 run_transports: trio.lowlevel.RunVar[Mapping[str, Transport] | None] = trio.lowlevel.RunVar(
     "trizmq_run_transports", default=None
 )
-
-#: schemes libzmq knows and trizmq does not: a clearer message than "unknown"
-_NOT_SUPPORTED = frozenset({"pgm", "epgm", "norm", "tipc", "vmci", "vsock"})
 
 
 def zmtp_codec(socket_type: str, options: Options) -> Codec:
@@ -434,17 +472,12 @@ def register_transport(transport: Transport) -> None:
     """Add ``transport`` to the table under its scheme (replacing one of that scheme)."""
     if not isinstance(transport, (StreamTransport, MessageTransport)):
         raise TypeError(f"{transport!r} is neither a StreamTransport nor a MessageTransport")
-    _TRANSPORTS[transport.scheme] = transport
+    add_scheme(transport)
 
 
 def unregister_transport(scheme: str) -> None:
     """Take the transport of ``scheme`` out of the table (a no-op if there is none)."""
-    _TRANSPORTS.pop(scheme, None)
-
-
-def schemes() -> list[str]:
-    """The registered schemes, in the order they were registered."""
-    return list(_TRANSPORTS)
+    remove_scheme(scheme)
 
 
 def transport_for(scheme: str) -> Transport:
@@ -457,43 +490,8 @@ def transport_for(scheme: str) -> Transport:
         found = local.get(scheme)
         if found is not None:
             return found
-    try:
-        return _TRANSPORTS[scheme]
-    except KeyError:
-        raise EndpointError(f"unknown transport {scheme!r}") from None
-
-
-def parse_endpoint(text: object, *, for_bind: bool) -> Endpoint:
-    """Parse *text* as an endpoint for ``bind`` (``for_bind=True``) or ``connect``.
-
-    Raises :class:`EndpointError` (a ``ValueError``) naming the endpoint and the
-    problem; host names are not resolved here.
-    """
-    if not isinstance(text, str):
-        raise EndpointError(
-            f"endpoint {text!r} is not a string (got {type(text).__name__}); "
-            "expected text like 'tcp://127.0.0.1:5555'"
-        )
-    scheme, sep, address = text.partition("://")
-    if not sep:
-        raise EndpointError(
-            f"endpoint {text!r} has no '://' separator; expected 'transport://address'"
-        )
-    if not scheme:
-        raise EndpointError(f"endpoint {text!r} has no transport before '://'")
-    transport = _TRANSPORTS.get(scheme)
-    if transport is None:
-        supported = ", ".join(schemes())
-        if scheme.lower() in _NOT_SUPPORTED:
-            raise EndpointError(
-                f"endpoint {text!r}: transport {scheme!r} is not supported by trizmq "
-                f"(supported: {supported})"
-            )
-        raise EndpointError(
-            f"endpoint {text!r}: unknown transport {scheme!r} (supported: {supported})"
-        )
-    if not address:
-        raise EndpointError(f"endpoint {text!r} has an empty address after '://'")
-    if "\x00" in address:
-        raise EndpointError(f"endpoint {text!r} contains a NUL character")
-    return transport.parse(text, address, for_bind=for_bind)
+    registered = parser_for(scheme)
+    # only register_transport fills the table, with transports it checked
+    if not isinstance(registered, (StreamTransport, MessageTransport)):
+        raise EndpointError(f"unknown transport {scheme!r}")
+    return registered

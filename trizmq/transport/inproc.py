@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from typing import TYPE_CHECKING
+from typing import Generic, cast
 
 import trio
 
@@ -23,44 +23,41 @@ from .. import _monitor as monitor
 from .._errors import os_error
 from ..zmtp.socket_types import is_compatible
 from .addresses import check_inproc_name
-from .base import Endpoint, LinkHost, MessageBinding
-
-if TYPE_CHECKING:
-    from ..nursery.peers import Peer
+from .base import Endpoint, LinkHost, LinkPeer, MessageBinding, PeerT
 
 __all__ = ["INPROC", "InprocRegistry", "InprocTransport", "registry"]
 
 log = logging.getLogger("trizmq")
 
-_REGISTRY: trio.lowlevel.RunVar[InprocRegistry] = trio.lowlevel.RunVar("trizmq_inproc")
+_REGISTRY: trio.lowlevel.RunVar[InprocRegistry[LinkPeer]] = trio.lowlevel.RunVar("trizmq_inproc")
 
 
-class InprocRegistry:
+class InprocRegistry(Generic[PeerT]):
     """Bound inproc names and the connects still waiting for a binder."""
 
     def __init__(self) -> None:
         #: name -> the binding socket
-        self.bound: dict[str, LinkHost] = {}
+        self.bound: dict[str, LinkHost[PeerT]] = {}
         #: name -> [(connecting socket, its peer)] waiting for a bind
-        self.pending: dict[str, list[tuple[LinkHost, Peer]]] = {}
+        self.pending: dict[str, list[tuple[LinkHost[PeerT], PeerT]]] = {}
 
-    def bind(self, name: str, host: LinkHost) -> list[tuple[LinkHost, Peer]]:
+    def bind(self, name: str, host: LinkHost[PeerT]) -> list[tuple[LinkHost[PeerT], PeerT]]:
         """Register ``host`` under ``name``; return the connects that were waiting."""
         if name in self.bound:
             raise os_error(errno.EADDRINUSE, f"inproc://{name} is already bound")
         self.bound[name] = host
         return self.pending.pop(name, [])
 
-    def unbind(self, name: str, host: LinkHost) -> None:
+    def unbind(self, name: str, host: LinkHost[PeerT]) -> None:
         """Forget ``name`` if ``host`` holds it."""
         if self.bound.get(name) is host:
             del self.bound[name]
 
-    def wait(self, name: str, host: LinkHost, peer: Peer) -> None:
+    def wait(self, name: str, host: LinkHost[PeerT], peer: PeerT) -> None:
         """Park a connect until ``name`` is bound."""
         self.pending.setdefault(name, []).append((host, peer))
 
-    def forget(self, peer: Peer) -> None:
+    def forget(self, peer: PeerT) -> None:
         """Drop the waiting connect of ``peer``."""
         for name, waiting in list(self.pending.items()):
             kept = [(h, p) for h, p in waiting if p is not peer]
@@ -70,17 +67,21 @@ class InprocRegistry:
                 del self.pending[name]
 
 
-def registry() -> InprocRegistry:
+def registry() -> InprocRegistry[PeerT]:
     """The inproc namespace of the current ``trio.run``."""
     try:
-        return _REGISTRY.get()
+        reg = _REGISTRY.get()
     except LookupError:
         reg = InprocRegistry()
         _REGISTRY.set(reg)
-        return reg
+    # the sockets of one run all make peers of the runtime's one class: a link hands
+    # one socket's peer to another (``across``)
+    return cast("InprocRegistry[PeerT]", reg)
 
 
-def _link(binder: LinkHost, connector: LinkHost, theirs: Peer, endpoint: str) -> None:
+def _link(
+    binder: LinkHost[PeerT], connector: LinkHost[PeerT], theirs: PeerT, endpoint: str
+) -> None:
     """Join a connecting socket's peer to a new peer of the binder over the same pipes."""
     if not is_compatible(binder.socket_type, connector.socket_type):
         log.warning(
@@ -107,10 +108,10 @@ def _link(binder: LinkHost, connector: LinkHost, theirs: Peer, endpoint: str) ->
     connector.link_up(theirs, binder.socket_type, binder.identity)
 
 
-class _InprocBound:
+class _InprocBound(Generic[PeerT]):
     """A bound inproc name."""
 
-    def __init__(self, name: str, host: LinkHost) -> None:
+    def __init__(self, name: str, host: LinkHost[PeerT]) -> None:
         self.name = name
         self.host = host
         self.endpoint = f"inproc://{name}"
@@ -118,19 +119,20 @@ class _InprocBound:
     ended = False
     peer = None
 
-    def holds(self, peer: Peer) -> bool:
+    def holds(self, peer: PeerT) -> bool:
         return False
 
     async def aclose(self) -> None:
         """Free the name; the links made stay until a side closes."""
-        registry().unbind(self.name, self.host)
+        reg: InprocRegistry[PeerT] = registry()
+        reg.unbind(self.name, self.host)
         await trio.lowlevel.checkpoint()
 
 
-class _InprocConnected:
+class _InprocConnected(Generic[PeerT]):
     """A connected inproc name: the connecting socket's peer of the link."""
 
-    def __init__(self, endpoint: str, host: LinkHost, peer: Peer) -> None:
+    def __init__(self, endpoint: str, host: LinkHost[PeerT], peer: PeerT) -> None:
         self.endpoint = endpoint
         self.host = host
         self.peer = peer
@@ -140,12 +142,13 @@ class _InprocConnected:
         """True once the link was refused or ended."""
         return self.peer.gone
 
-    def holds(self, peer: Peer) -> bool:
+    def holds(self, peer: PeerT) -> bool:
         return peer is self.peer
 
     async def aclose(self) -> None:
         """Leave: a waiting connect is forgotten, a live link ends on both sides."""
-        registry().forget(self.peer)
+        reg: InprocRegistry[PeerT] = registry()
+        reg.forget(self.peer)
         closer = self.peer.closer
         if closer is not None:
             closer()
@@ -163,18 +166,19 @@ class InprocTransport:
         """A name of at most 255 characters."""
         return Endpoint(self.scheme, address, path=check_inproc_name(text, address))
 
-    async def bind(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def bind(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """Register the name and take over the connects that waited for it."""
         name = endpoint.path or ""
         key = str(endpoint)
-        waiting = registry().bind(name, host)
+        reg: InprocRegistry[PeerT] = registry()
+        waiting = reg.bind(name, host)
         await trio.lowlevel.checkpoint()
         host.emit(monitor.Listening(key))
         for connector, peer in waiting:
             _link(host, connector, peer, key)
         return _InprocBound(name, host)
 
-    async def connect(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def connect(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """Make the link's pipes now; hand them to the binder now or when it binds."""
         name = endpoint.path or ""
         key = str(endpoint)
@@ -183,9 +187,10 @@ class InprocTransport:
         hwm = out_hwm + in_hwm if out_hwm and in_hwm else 0
         peer = host.new_link_peer(key, out_hwm=hwm, in_hwm=hwm, shared_queue=True)
         host.attach(peer)
-        binder = registry().bound.get(name)
+        reg: InprocRegistry[PeerT] = registry()
+        binder = reg.bound.get(name)
         if binder is None:
-            registry().wait(name, host, peer)
+            reg.wait(name, host, peer)
         else:
             _link(binder, host, peer, key)
         await trio.lowlevel.checkpoint()

@@ -24,7 +24,7 @@ import ipaddress
 import logging
 import socket as _stdlib_socket
 import struct
-from typing import TYPE_CHECKING, cast
+from typing import Generic, cast
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -34,10 +34,7 @@ from .._errors import EndpointError, os_error
 from ..zmtp import ProtocolError
 from ..zmtp.udp import decode_datagram, encode_datagram
 from .addresses import HOST_RE, is_multicast, parse_host_port
-from .base import Endpoint, LinkHost, MessageBinding
-
-if TYPE_CHECKING:
-    from ..nursery.peers import Peer
+from .base import Endpoint, LinkHost, MessageBinding, PeerT
 
 __all__ = ["UDP", "UdpReceiver", "UdpSender", "UdpTransport", "open_receiver", "open_sender"]
 
@@ -173,19 +170,19 @@ async def open_sender(endpoint: Endpoint) -> UdpSender:
     return UdpSender(sock, sockaddr)
 
 
-class _UdpBinding:
+class _UdpBinding(Generic[PeerT]):
     """A udp endpoint of a socket: its peer and the task that serves it."""
 
     ended = False
 
-    def __init__(self, endpoint: str, host: LinkHost, peer: Peer, close: object) -> None:
+    def __init__(self, endpoint: str, host: LinkHost[PeerT], peer: PeerT, close: object) -> None:
         self.endpoint = endpoint
         self.host = host
         self.peer = peer
         self._close = close
         self.scope: trio.CancelScope | None = None
 
-    def holds(self, peer: Peer) -> bool:
+    def holds(self, peer: PeerT) -> bool:
         return peer is self.peer
 
     async def aclose(self) -> None:
@@ -222,13 +219,13 @@ class UdpTransport:
         return Endpoint(self.scheme, address, host=host, port=port, interface=interface)
 
     @staticmethod
-    def _check(endpoint: Endpoint, host: LinkHost, role: str) -> None:
+    def _check(endpoint: Endpoint, host: LinkHost[PeerT], role: str) -> None:
         if host.socket_type != role:
             raise EndpointError(
                 f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
             )
 
-    async def bind(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def bind(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """A DISH's endpoint: one datagram peer fed by a receiver task."""
         self._check(endpoint, host, "DISH")
         try:
@@ -248,7 +245,7 @@ class UdpTransport:
         host.emit(monitor.Listening(receiver.endpoint))
         return binding
 
-    async def connect(self, endpoint: Endpoint, host: LinkHost) -> MessageBinding:
+    async def connect(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """A RADIO's endpoint: one datagram peer drained by a sender task."""
         self._check(endpoint, host, "RADIO")
         key = str(endpoint)
@@ -268,8 +265,8 @@ class UdpTransport:
 @enable_ki_protection
 async def _receive_datagrams(
     receiver: UdpReceiver,
-    peer: Peer,
-    host: LinkHost,
+    peer: PeerT,
+    host: LinkHost[PeerT],
     task_status: trio.TaskStatus[trio.CancelScope],
 ) -> None:
     """Decode datagrams into ``[group, body]``; drop (and count) bad ones, never raise."""
@@ -302,8 +299,8 @@ async def _receive_datagrams(
 @enable_ki_protection
 async def _send_datagrams(
     sender: UdpSender,
-    peer: Peer,
-    host: LinkHost,
+    peer: PeerT,
+    host: LinkHost[PeerT],
     task_status: trio.TaskStatus[trio.CancelScope],
 ) -> None:
     """Send each queued ``[group, body]`` as one datagram; a failed send loses it."""

@@ -60,7 +60,6 @@ errors. PINGs are reported, not answered: the driver replies with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeAlias
 
 from .._errors import StateError
 from .commands import (
@@ -71,7 +70,7 @@ from .commands import (
 )
 from .encoding import Buffer, State
 from .errors import ProtocolError
-from .events import Event, SubscriptionRefused, UnknownCommand
+from .events import Event, Received, SubscriptionRefused, UnknownCommand
 from .frames import (
     COMMAND,
     HEADER_SIZE,
@@ -96,10 +95,6 @@ _HEADER_SIZE = dict(HEADER_SIZE)
 #: pieces of such a body shorter than this are copied together rather than kept apart
 #: (a kept piece costs an object and a list slot: at most ~1% more than its bytes)
 _BIG_PIECE = 4 * 1024
-
-#: one item returned by :meth:`Connection.receive_data`: an event, a message's frames
-#: or, with :attr:`Connection.bare_messages`, a one-frame message's frame itself
-Received: TypeAlias = Event | list[bytes] | bytes
 
 _INNER_FLAGS = MORE | COMMAND
 

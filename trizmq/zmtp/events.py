@@ -25,6 +25,7 @@ __all__ = [
     "PeerError",
     "Ping",
     "Pong",
+    "Received",
     "Subscribe",
     "SubscriptionRefused",
     "UnknownCommand",
@@ -127,3 +128,8 @@ Event: TypeAlias = (
     | PeerError
     | UnknownCommand
 )
+
+#: one item returned by :meth:`Connection.receive_data`: an event, a message's frames
+#: or, with :attr:`Connection.bare_messages`, a one-frame message's frame itself
+#: (here, below the handshake and the connection, so that both can name it)
+Received: TypeAlias = Event | list[bytes] | bytes

@@ -15,14 +15,11 @@ from .._errors import StateError
 from .commands import COMMAND_EVENTS, ERROR, parse_error, split_command
 from .encoding import State, TrafficEncoder
 from .errors import ProtocolError
-from .events import Event, HandshakeComplete, PeerError
+from .events import Event, HandshakeComplete, PeerError, Received
 from .frames import COMMAND
 from .greeting import build_greeting, parse_greeting
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .socket_types import is_compatible
-
-if TYPE_CHECKING:
-    from .connection import Received
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Handshaking"]
 
