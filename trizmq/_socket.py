@@ -146,13 +146,8 @@ class Socket(SocketLife):
         # the cancellation half of a checkpoint (a call would cost a coroutine)
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
+        elif self._cancel_pending():
+            await _checkpoint()
         if not self._route(msg):
             return await self._send_waiting(msg)
         self._ops += 1
@@ -198,12 +193,8 @@ class Socket(SocketLife):
         msg = self._prepare(frames)
         if self._lean_send:
             # send's lean path, for a whole message (see send)
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             fast = self._fast
             if fast is not None and fast.armed:
                 sent = fast.route(self._strategy.send, msg)
@@ -270,12 +261,8 @@ class Socket(SocketLife):
         if self._lean_send and data.__class__ is bytes and not more:
             # entered, open, on the fast path, no frames kept with more=True: the
             # hottest path there is, so the checkpoint and _route are inlined
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = [data]
             fast = self._fast
             if fast is not None and fast.armed:
@@ -414,13 +401,8 @@ class Socket(SocketLife):
         """The next message in the strategy's own form, waiting for one."""
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
+        elif self._cancel_pending():
+            await _checkpoint()
         msg = self._take()
         if msg is None:
             return await self._recv_raw_waiting()
@@ -479,12 +461,8 @@ class Socket(SocketLife):
         """
         if self._lean_recv:
             # recv's lean path, for a whole message (see recv)
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = self._strategy.recv()
             if msg is None:
                 msg = await self._recv_raw_waiting()
@@ -536,12 +514,8 @@ class Socket(SocketLife):
         if self._lean_recv:
             # entered, open, on the fast path, no message part-read: the hottest path
             # there is, so _recv_raw's checkpoint is inlined and the rest is elsewhere
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = self._strategy.recv_item()
             if msg is None:
                 return self._first_frame(await self._recv_raw_waiting())
