@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import trio
 
@@ -95,10 +95,11 @@ class SocketLife:
         self._outgoing: list[bytes] = []
         #: the fast path's state (None: the portable path; see trizmq.nursery.fastpath)
         self._fast: fastpath.FastPath | None = None
-        #: the fast path's cancellation test (True: await a checkpoint, it is
-        #: cancelled; False: a cancel point counted), or None (await
-        #: checkpoint_if_cancelled)
+        #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
         self._cancel_pending: Callable[[], bool] | None = None
+        #: trio's run context values in this thread (``["task"]``: the running task),
+        #: read by the inlined check (set where ``_cancel_pending`` is)
+        self._run_vars: dict[str, Any] = {}
         #: how a receiving task parks until a message may be there (on the fast path,
         #: the fast path's wait, which may read the only peer's connection meanwhile)
         self._wait_to_recv: Callable[[], Awaitable[None]] = self._recv_lot.park
@@ -186,8 +187,10 @@ class SocketLife:
             raise
         if fastpath.ENABLED:
             self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
-            # the hot paths' cancellation test, prebuilt by the fast path's trio probe
-            self._cancel_pending = fastpath.cancel_pending()
+            pending, run_vars = fastpath.cancel_pending(), fastpath.run_vars()
+            if pending is not None and run_vars is not None:
+                # the hot paths' inlined checkpoint reads the running task from these
+                self._cancel_pending, self._run_vars = pending, run_vars
             # receivers wait the fast path's way (read-through)
             self._wait_to_recv = self._fast.wait_to_recv
             if isinstance(self._strategy, PubStrategy):

@@ -14,7 +14,11 @@ only when they must wait or once every :data:`YIELD_EVERY` calls, because a full
 reschedule costs ~12 µs here against ~1 µs for queueing a message. A loop of sends
 or receives that never waits therefore still lets other tasks run, and still
 notices cancellation at every call. On the fast path
-(``trizmq.nursery.fastpath``) the cancellation test is made without a coroutine.
+(``trizmq.nursery.fastpath``) the cancellation test is made without a coroutine:
+the hot paths test ``self._cancel_pending()``, a check the fast path's trio probe
+hands out, and the probe compiles that check into them
+(:func:`~trizmq.nursery.fastpath.trio_probe.inline_cancel_checks`), so they cost no
+call and this module reads nothing of trio's insides.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
+from .nursery.fastpath import inline_cancel_checks
 from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]
@@ -65,6 +70,7 @@ def _frame(data: object) -> bytes:
     raise TypeError(f"frames must be bytes-like, not {type(data).__name__}")
 
 
+@inline_cancel_checks
 class Socket(SocketLife):
     """Base class of every socket type; use a subclass such as :class:`trizmq.Push`.
 

@@ -70,7 +70,7 @@ from .instrument import (  # noqa: E402
 from .read_through import ReadThrough  # noqa: E402
 from .routing import FastPath  # noqa: E402
 from .tls_input import TlsInput  # noqa: E402
-from .trio_probe import RUN_CONTEXT, cancel_pending, run_vars  # noqa: E402
+from .trio_probe import RUN_CONTEXT, cancel_pending, inline_cancel_checks, run_vars  # noqa: E402
 from .trio_probe import anything_runnable as _anything_runnable  # noqa: E402
 from .write_through import WRITE_BATCH, RawOutput  # noqa: E402
 
@@ -101,6 +101,7 @@ __all__ = [
     "encode_big",
     "encode_run",
     "frame_short_messages",
+    "inline_cancel_checks",
     "leading_runs",
     "revival",
     "run_sealer",
