@@ -8,7 +8,9 @@ trio keeps private, each read probed before use and each with a public fallback:
   creating a coroutine (``task._cancel_status``, ``task._runner``, and the count in
   ``task._cancel_points``), reading the running task from trio's thread-local run
   context (``trio._core._run.GLOBAL_RUN_CONTEXT``): :func:`cancel_pending` hands the
-  socket's hot paths a prebuilt check, so they call it and restate nothing;
+  socket a prebuilt check, which its hot paths call in their source and restate
+  nothing of, and :func:`inline_cancel_checks` compiles the check's body into them
+  in place of the call (a call costs ~10 % of an inproc message);
 * whether the run loop has a task to run (:func:`anything_runnable`, its run queue);
 * the stdlib socket under a trio socket (:func:`stdlib_socket`);
 * the ``ssl.SSLObject`` and outgoing ``MemoryBIO`` of an ``SSLStream``
