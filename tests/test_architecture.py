@@ -3,8 +3,9 @@
 * Transports plug in through one table (``trizmq.transport``): the runtime, the
   routing layer and the socket classes never name a scheme, and never ask a peer
   which kind of transport it came through.
-* The fast path is one module with one switch (``trizmq.nursery.fastpath``):
-  nothing else touches raw descriptors.
+* The fast path is one package with one switch (``trizmq.nursery.fastpath``):
+  nothing else touches raw descriptors, and one module of it
+  (``trizmq.nursery.fastpath.trio_probe``) alone reads trio's private fields.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ PACKAGE = Path(trizmq.__file__).parent
 #: the layers that must not know which transports exist
 AGNOSTIC = [
     *sorted((PACKAGE / "nursery").glob("*.py")),
+    *sorted((PACKAGE / "nursery" / "fastpath").glob("*.py")),
     *sorted((PACKAGE / "patterns").rglob("*.py")),
     PACKAGE / "_socket.py",
     PACKAGE / "_lifecycle.py",
@@ -74,8 +76,9 @@ def test_register_refuses_what_is_not_a_transport() -> None:
 
 
 def test_only_the_fast_path_touches_raw_descriptors() -> None:
+    fast_path = PACKAGE / "nursery" / "fastpath"
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "fastpath.py":
+        if path.is_relative_to(fast_path):
             continue
         source = path.read_text()
         assert "os.dup(" not in source and "notify_closing" not in source, path
@@ -326,6 +329,146 @@ def test_the_checks_see_a_circle_an_import_up_and_one_across() -> None:
         ("trizmq.zmtp.frames", "trizmq._options"),
         ("trizmq.patterns.routing", "trizmq.transport.tcp"),
     }
+
+
+
+#: the one module that may read trio's private fields
+TRIO_PROBE = PACKAGE / "nursery" / "fastpath" / "trio_probe.py"
+
+
+def _trio_private_names() -> set[str]:
+    """The underscore names of the trio objects trizmq could reach into: a task, its
+    runner and cancel status, trio's run context, a trio socket, a SocketStream and
+    an SSLStream (dunders aside)."""
+    import socket
+    import ssl
+
+    import trio
+    import trio.testing
+
+    objects: list[object] = []
+
+    async def inside() -> None:
+        task = trio.lowlevel.current_task()
+        objects.extend([task, task._runner, task._cancel_status])
+        objects.append(trio._core._run.GLOBAL_RUN_CONTEXT)
+
+    trio.run(inside)
+    left, right = socket.socketpair()
+    with left, right:
+        tsock = trio.socket.from_stdlib_socket(left)
+        objects += [tsock, trio.SocketStream(tsock)]
+        memory, _ = trio.testing.memory_stream_pair()
+        objects.append(trio.SSLStream(memory, ssl.create_default_context(), server_hostname="x"))
+    names = set()
+    for obj in objects:
+        for name in (*dir(obj), *getattr(obj, "__dict__", {})):
+            if name.startswith("_") and not name.startswith("__"):
+                names.add(name)
+    return names
+
+
+#: trio's fields trizmq has read: looked for whether or not trizmq's own objects
+#: have fields of the same names
+TRIO_FIELDS_READ = {
+    "_cancel_status",
+    "_runner",
+    "_cancel_points",
+    "_ssl_object",
+    "_outgoing",
+    "_sock",
+}
+
+
+def _own_names() -> set[str]:
+    """The underscore names trizmq gives its own objects (``self._x = ...``,
+    ``__slots__``, methods): a trio field of the same name (a ``CancelStatus``'s
+    ``_tasks`` and ``Waiters._tasks``, say) is not looked for, unless trizmq is known
+    to have read it (:data:`TRIO_FIELDS_READ`)."""
+    own: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    own.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                own.add(node.name)
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.startswith("_")
+                and node.value.isidentifier()
+            ):
+                own.add(node.value)  # a __slots__ entry, most likely
+    return own
+
+
+def trio_private_reads(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """Where a module reaches into trio: an import of a private trio module, ``trio._x``,
+    or one of trio's underscore ``names`` read off anything but ``self``/``cls``
+    (attribute or ``getattr``-style string)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            modules = []
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] == "trio" and any(part.startswith("_") for part in parts[1:]):
+                found.append((node.lineno, f"import {module}"))
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id == "trio":
+                found.append((node.lineno, f"trio.{node.attr}"))
+            elif node.attr in names and not (
+                isinstance(owner, ast.Name) and owner.id in ("self", "cls")
+            ):
+                found.append((node.lineno, f".{node.attr}"))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in names
+        ):
+            found.append((node.lineno, f"{node.func.id}(..., {node.args[1].value!r})"))
+    return found
+
+
+def test_trio_private_fields_are_read_in_the_probe_only() -> None:
+    """trio's underscore fields (a task's ``_cancel_status``, ``_runner`` and
+    ``_cancel_points``, ``trio._core``'s run context, an SSLStream's ``_ssl_object``
+    and ``_outgoing``, a trio socket's ``_sock``, ...) are read in one module: the
+    fast path's trio probe. A trio that moves them then breaks one file, whose every
+    read is probed and has a public fallback."""
+    trio_names = _trio_private_names()
+    assert trio_names >= TRIO_FIELDS_READ
+    names = (trio_names - _own_names()) | TRIO_FIELDS_READ
+    readers = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        reads = trio_private_reads(path, names)
+        if reads:
+            readers[path.relative_to(PACKAGE).as_posix()] = reads
+    probe = TRIO_PROBE.relative_to(PACKAGE).as_posix()
+    assert readers.get(probe), "the probe reads nothing: is the check still looking?"
+    assert set(readers) == {probe}, {k: v for k, v in readers.items() if k != probe}
+
+
+def test_the_fast_path_is_one_module_a_job() -> None:
+    """The fast path's files stay small enough to read whole, each saying in its
+    docstring which rule it bends and which test shows the portable path the same."""
+    package = PACKAGE / "nursery" / "fastpath"
+    for path in sorted(package.glob("*.py")):
+        source = path.read_text()
+        assert len(source.splitlines()) <= 400, path.name
+        docstring = ast.get_docstring(ast.parse(source))
+        assert docstring, path.name
+        if path.name != "__init__.py":
+            assert "TRIZMQ_FASTPATH=0" in docstring and "tests/" in docstring, path.name
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 On the fast path they make trio's cancellation test directly instead of awaiting
 ``trio.lowlevel.checkpoint_if_cancelled()`` when the installed trio has the fields
-it needs (probed once, in ``trizmq.nursery.fastpath``); otherwise they await that
-function. Both ways must behave the same, down to trio's count of cancel points.
+it needs (probed once, in ``trizmq.nursery.fastpath.trio_probe``); otherwise they
+await that function. Both ways must behave the same, down to trio's count of cancel
+points.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ async def test_installed_trio_gets_the_fast_check() -> None:
 
 @pytest.fixture(params=[True, False], ids=["fast-check", "public-check"])
 def check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    monkeypatch.setattr(fastpath, "_PROBED", request.param)
+    monkeypatch.setattr(fastpath.trio_probe, "_PROBED", request.param)
     return bool(request.param)
 
 

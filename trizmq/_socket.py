@@ -14,7 +14,11 @@ only when they must wait or once every :data:`YIELD_EVERY` calls, because a full
 reschedule costs ~12 µs here against ~1 µs for queueing a message. A loop of sends
 or receives that never waits therefore still lets other tasks run, and still
 notices cancellation at every call. On the fast path
-(``trizmq.nursery.fastpath``) the cancellation test is made without a coroutine.
+(``trizmq.nursery.fastpath``) the cancellation test is made without a coroutine:
+the hot paths test ``self._cancel_pending()``, a check the fast path's trio probe
+hands out, and the probe compiles that check into them
+(:func:`~trizmq.nursery.fastpath.trio_probe.inline_cancel_checks`), so they cost no
+call and this module reads nothing of trio's insides.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
+from .nursery.fastpath import inline_cancel_checks
 from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]
@@ -65,6 +70,7 @@ def _frame(data: object) -> bytes:
     raise TypeError(f"frames must be bytes-like, not {type(data).__name__}")
 
 
+@inline_cancel_checks
 class Socket(SocketLife):
     """Base class of every socket type; use a subclass such as :class:`trizmq.Push`.
 
@@ -146,13 +152,8 @@ class Socket(SocketLife):
         # the cancellation half of a checkpoint (a call would cost a coroutine)
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
+        elif self._cancel_pending():
+            await _checkpoint()
         if not self._route(msg):
             return await self._send_waiting(msg)
         self._ops += 1
@@ -198,12 +199,8 @@ class Socket(SocketLife):
         msg = self._prepare(frames)
         if self._lean_send:
             # send's lean path, for a whole message (see send)
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             fast = self._fast
             if fast is not None and fast.armed:
                 sent = fast.route(self._strategy.send, msg)
@@ -270,12 +267,8 @@ class Socket(SocketLife):
         if self._lean_send and data.__class__ is bytes and not more:
             # entered, open, on the fast path, no frames kept with more=True: the
             # hottest path there is, so the checkpoint and _route are inlined
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = [data]
             fast = self._fast
             if fast is not None and fast.armed:
@@ -414,13 +407,8 @@ class Socket(SocketLife):
         """The next message in the strategy's own form, waiting for one."""
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
-        else:
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
-                await _checkpoint()
-            task._cancel_points += 1
+        elif self._cancel_pending():
+            await _checkpoint()
         msg = self._take()
         if msg is None:
             return await self._recv_raw_waiting()
@@ -479,12 +467,8 @@ class Socket(SocketLife):
         """
         if self._lean_recv:
             # recv's lean path, for a whole message (see recv)
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = self._strategy.recv()
             if msg is None:
                 msg = await self._recv_raw_waiting()
@@ -536,12 +520,8 @@ class Socket(SocketLife):
         if self._lean_recv:
             # entered, open, on the fast path, no message part-read: the hottest path
             # there is, so _recv_raw's checkpoint is inlined and the rest is elsewhere
-            task = self._run_vars["task"]
-            if task._cancel_status.effectively_cancelled or (
-                task._runner.ki_pending and task is task._runner.main_task
-            ):
+            if self._cancel_pending():  # type: ignore[misc]
                 await _checkpoint()
-            task._cancel_points += 1
             msg = self._strategy.recv_item()
             if msg is None:
                 return self._first_frame(await self._recv_raw_waiting())

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.fastpath
 @pytest.fixture(autouse=True)
 def no_time_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cork waits an hour before the time rule takes it off (unless a test says)."""
-    monkeypatch.setattr(fastpath, "CORK_TIME", 3600.0)
+    monkeypatch.setattr(fastpath.instrument, "CORK_TIME", 3600.0)
 
 
 @asynccontextmanager
@@ -133,7 +133,7 @@ async def test_a_cork_comes_off_after_cork_time_while_publishing(
                 sent += 1
                 await trio.sleep(0)
             assert not received and not flushes  # corked all along
-            monkeypatch.setattr(fastpath, "CORK_TIME", 0.0)
+            monkeypatch.setattr(fastpath.instrument, "CORK_TIME", 0.0)
             while not received:
                 assert sent < CORK_ITEMS // 2, "the cork stayed on"
                 await pub.send_many([[b"%d" % sent]])

@@ -28,10 +28,8 @@ ORDER = [
     {"waiters"},
 ]
 
-#: imports up the order that are known and owed: the fast path still names
-#: ConnectionActor for the type checker (it is to name parents' ReadThroughParent
-#: and ConnectionCodec instead)
-KNOWN_UPWARD = {("fastpath", "connection")}
+#: imports up the order that are known and owed: none
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 NURSERY = Path(trizmq.nursery.__file__).parent
 
