@@ -1,7 +1,8 @@
-# Two entry points, each building its own project-local virtual environment:
+# Two entry points, each building its project-local virtual environment(s):
 #   make demo   runs examples/pipeline.py
 #   make test   runs ruff, mypy --strict and the whole pytest suite on the newest trio
-#               (installing Chromium for the browser test where it can), then the Spark
+#               (the newest when .venv was built: a fresh clone's is the newest there
+#               is), installing Chromium for the browser test where it can, then the Spark
 #               tests, and meanwhile the suite twice more: with the fast path off
 #               (TRIZMQ_FASTPATH=0), and with it on against the oldest trio that
 #               pyproject.toml admits (in a second venv, .venv-trio-oldest), both
