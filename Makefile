@@ -1,15 +1,14 @@
-# Two entry points, each building its own project-local virtual environment:
+# Two entry points, each building its project-local virtual environment(s):
 #   make demo   runs examples/pipeline.py
-#   make test   runs ruff, mypy --strict and the whole pytest suite (installing Chromium
-#               for the browser test where it can), then the suite again with the
-#               fast path off (TRIZMQ_FASTPATH=0), but for what does not reach the
-#               I/O path: Spark, the CLI, packaging, the docs build, the benchmark
-#               and soak smoke tests (harnesses, timed by their own deadlines, which
-#               sharing the CPUs with Spark would stretch), the fresh-project plugin
-#               tests and the sans-I/O protocol core's (tests/zmtp: no runtime, no
-#               fast path). That second run goes alongside the Spark tests, which
-#               spend most of their time waiting for their JVMs and batches; its
-#               report follows theirs.
+#   make test   runs ruff, mypy --strict and the whole pytest suite on the newest trio
+#               (the newest when .venv was built: a fresh clone's is the newest there
+#               is), installing Chromium for the browser test where it can, then the Spark
+#               tests, and meanwhile the suite twice more: with the fast path off
+#               (TRIZMQ_FASTPATH=0), and with it on against the oldest trio that
+#               pyproject.toml admits (in a second venv, .venv-trio-oldest), both
+#               without what neither changes (SECOND_RUN_SKIPS, below). Their reports
+#               follow the Spark tests'; each header names its trio and whether the
+#               fast path's probes of trio's internals accepted it.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,7 +16,7 @@ STAMP := $(VENV)/.installed
 # the independent draft-API peer (libzmq 4.3.5 inside the npm package zeromq 6)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint venv clean browser prometheus
+.PHONY: demo test test-setup lint venv venv-trio-oldest clean browser prometheus
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +25,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The oldest trio pyproject.toml admits (its "trio>=X" floor), in a second venv of the
+# same install less what its run skips (Spark, the docs build); `make test` runs the
+# suite against it with the fast path on, as the main venv runs it against the newest.
+TRIO_OLDEST := $(shell sed -n 's/^ *"trio>=\([^",;]*\)".*/\1/p' pyproject.toml)
+OLDEST_VENV := .venv-trio-oldest
+OLDEST_BIN := $(OLDEST_VENV)/bin
+OLDEST_STAMP := $(OLDEST_VENV)/.installed
+
+$(OLDEST_STAMP): pyproject.toml | $(STAMP)
+	@[ -n "$(TRIO_OLDEST)" ] || { echo 'no "trio>=" floor found in pyproject.toml'; exit 1; }
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_BIN)/python -m pip install --quiet --upgrade pip
+	$(OLDEST_BIN)/python -m pip install --quiet -e '.[dev,metrics]' 'trio==$(TRIO_OLDEST)'
+	touch $(OLDEST_STAMP)
+
+venv-trio-oldest: $(OLDEST_STAMP)
 
 # Installed from package-lock.json into ./node_modules (zeromq.js, the libzmq peer of
 # the draft and ws:// interop tests; playwright-core, which drives Chromium for the
@@ -69,22 +85,47 @@ prometheus:
 		echo "prometheus not found (apt-get install prometheus): the Prometheus server test will be skipped"; \
 	fi
 
-# the report of the run with the fast path off, shown once the Spark tests are done
+# What the second runs leave out: Spark (run once, beside them); what neither the
+# switch nor the trio version changes (packaging, the docs build, and the sans-I/O
+# protocol core's and routing's tests, tests/zmtp and tests/patterns: synchronous, no
+# trio); the CLI's and the fresh-project plugin's tests (the same sockets in
+# subprocesses, mostly start-up time); and the benchmark and soak smoke tests
+# (harnesses, timed by their own deadlines, which sharing the CPUs would stretch).
+SECOND_RUN_SKIPS := --ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
+	--ignore=tests/test_benchmarks_smoke.py --ignore=tests/test_soak_smoke.py \
+	--ignore=tests/testing/test_fresh_project.py --ignore=tests/zmtp --ignore=tests/patterns \
+	--deselect tests/test_docs_build.py
+# the reports of the runs with the fast path off and on the oldest trio, shown once
+# the Spark tests are done
 FASTPATH_OFF_LOG := .pytest-fastpath-off.log
+TRIO_OLDEST_LOG := .pytest-trio-oldest.log
 
-test: lint $(NODE_STAMP) browser prometheus
+# The oldest trio's venv is built while ruff, mypy and the other installs run (after
+# the main venv: two editable installs of one tree at once would share its build
+# files); those others run one at a time (browser and prometheus share apt's lock).
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j2 test-setup venv-trio-oldest
 	$(BIN)/python -m pytest --ignore=tests/spark
-	@echo "the Spark tests, and meanwhile the suite with the fast path off (TRIZMQ_FASTPATH=0)"
-	@TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		--ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
-		--ignore=tests/test_benchmarks_smoke.py --ignore=tests/test_soak_smoke.py \
-		--ignore=tests/testing/test_fresh_project.py --ignore=tests/zmtp \
-		--deselect tests/test_docs_build.py > $(FASTPATH_OFF_LOG) 2>&1 & off=$$!; \
+	@echo "the Spark tests, and meanwhile the suite with the fast path off" \
+		"(TRIZMQ_FASTPATH=0) and the suite on the oldest trio admitted (trio==$(TRIO_OLDEST))"
+	@TRIZMQ_FASTPATH=0 $(BIN)/python -m pytest -p no:cacheprovider $(SECOND_RUN_SKIPS) \
+		> $(FASTPATH_OFF_LOG) 2>&1 & off=$$!; \
+	$(OLDEST_BIN)/python -m pytest -p no:cacheprovider $(SECOND_RUN_SKIPS) \
+		> $(TRIO_OLDEST_LOG) 2>&1 & oldest=$$!; \
 	$(BIN)/python -m pytest -p no:cacheprovider tests/spark; spark=$$?; \
 	wait $$off; offrc=$$?; \
+	wait $$oldest; oldestrc=$$?; \
 	echo "== the suite with the fast path off (TRIZMQ_FASTPATH=0), exit status $$offrc:"; \
 	cat $(FASTPATH_OFF_LOG); \
-	[ $$spark -eq 0 ] && [ $$offrc -eq 0 ]
+	echo "== the suite on the oldest trio admitted (trio==$(TRIO_OLDEST)), exit status $$oldestrc:"; \
+	cat $(TRIO_OLDEST_LOG); \
+	[ $$spark -eq 0 ] && [ $$offrc -eq 0 ] && [ $$oldestrc -eq 0 ]
+
+test-setup:
+	@for goal in lint $(NODE_STAMP) browser prometheus; do \
+		$(MAKE) --no-print-directory $$goal || exit 1; \
+	done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(FASTPATH_OFF_LOG)
+	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache .mypy_cache .ruff_cache $(FASTPATH_OFF_LOG) \
+		$(TRIO_OLDEST_LOG)

@@ -40,6 +40,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_report_header() -> str:
+    """Which trio this run has, and what the fast path's probes made of it: ``make
+    test`` runs the suite against the oldest trio pyproject.toml admits and the
+    newest (tests/fastpath_probes.py)."""
+    from fastpath_probes import run_probes
+
+    return run_probes().describe()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     from trizmq.nursery import fastpath
 

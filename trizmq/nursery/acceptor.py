@@ -109,6 +109,10 @@ async def _serve(
     """One accepted connection: a fresh peer that lives as long as the stream."""
     admission = _Admission(runtime.handshake_slots, slot)
     del slot  # the admission holds it until the handshake ends
+    # trio < 0.28 keeps a copy of a KI-protected coroutine's arguments in its frame's
+    # locals dict (where it marks the protection); reading the locals refreshes the
+    # copy, which then no longer holds the slot
+    locals()
     options = runtime.options
     peer = runtime.peers.new_peer(endpoint, *runtime.new_pipes())
     peer.remote_address = address

@@ -280,6 +280,10 @@ class ConnectionActor:
                 handshake_done()
         # nothing of the handshake stays with a connection that may live for hours
         slot = handshake_done = None
+        # trio < 0.28 keeps a copy of a KI-protected coroutine's arguments in its
+        # frame's locals dict (where it marks the protection); reading the locals
+        # refreshes the copy, which then no longer holds the slot
+        locals()
         if leftovers is None:
             return self.outcome
         runtime, peer, codec = self.runtime, self.peer, self.codec
