@@ -33,6 +33,12 @@ One file per job, each saying which rule it bends:
   inlined cancellation check (:func:`cancel_pending`), the run queue, a trio
   socket's stdlib socket and an ``SSLStream``'s ``ssl.SSLObject``, each probed, each
   with a public fallback.
+
+The order (every import, type-only ones too, points down it; a file names an object
+of a file above it by a ``Protocol`` of what it uses, declared beside it):
+``routing``; ``write_through``; ``direct_io`` and ``tls_input``; ``read_through``;
+``instrument``; ``framing`` and ``trio_probe``; this package, the switch, at the
+bottom (``tests/nursery/test_import_order.py``).
 """
 
 from __future__ import annotations
