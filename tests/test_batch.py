@@ -8,7 +8,7 @@ import trio.testing
 
 import trizmq
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import RawOutput
+from trizmq.nursery.fastpath.write_through import RawOutput
 
 
 @pytest.mark.parametrize("endpoint", ["inproc://batch", "tcp://127.0.0.1:0"])

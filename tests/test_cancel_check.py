@@ -14,6 +14,7 @@ import trio
 
 import trizmq
 from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath import trio_probe
 
 
 async def test_installed_trio_gets_the_fast_check() -> None:
@@ -23,12 +24,12 @@ async def test_installed_trio_gets_the_fast_check() -> None:
         async with trizmq.Pair(bind="inproc://probe"):
             pass
     if fastpath.ENABLED:
-        assert fastpath.cancel_pending() is not None
+        assert trio_probe.cancel_pending() is not None
 
 
 @pytest.fixture(params=[True, False], ids=["fast-check", "public-check"])
 def check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    monkeypatch.setattr(fastpath.trio_probe, "_PROBED", request.param)
+    monkeypatch.setattr(trio_probe, "_PROBED", request.param)
     return bool(request.param)
 
 

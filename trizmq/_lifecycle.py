@@ -23,6 +23,8 @@ from ._monitor import Monitor, MonitorEvent
 from ._options import Options, changed_options, validate_options
 from ._stats import SocketStats
 from .nursery import fastpath
+from .nursery.fastpath import trio_probe
+from .nursery.fastpath.routing import FastPath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
 from .patterns.sockets import STRATEGIES, SocketStrategy
@@ -94,7 +96,7 @@ class SocketLife:
         self._incoming: deque[bytes] = deque()
         self._outgoing: list[bytes] = []
         #: the fast path's state (None: the portable path; see trizmq.nursery.fastpath)
-        self._fast: fastpath.FastPath | None = None
+        self._fast: FastPath | None = None
         #: the inlined cancellation test, or None (await checkpoint_if_cancelled)
         self._cancel_pending: Callable[[], bool] | None = None
         #: trio's run context values in this thread (``["task"]``: the running task),
@@ -186,8 +188,8 @@ class SocketLife:
             await manager.__aexit__(None, None, None)
             raise
         if fastpath.ENABLED:
-            self._fast = fastpath.FastPath(self._strategy.inbound, self._recv_lot)
-            pending, run_vars = fastpath.cancel_pending(), fastpath.run_vars()
+            self._fast = FastPath(self._strategy.inbound, self._recv_lot)
+            pending, run_vars = trio_probe.cancel_pending(), trio_probe.run_vars()
             if pending is not None and run_vars is not None:
                 # the hot paths' inlined checkpoint reads the running task from these
                 self._cancel_pending, self._run_vars = pending, run_vars

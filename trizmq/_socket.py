@@ -32,7 +32,7 @@ import trio
 from ._errors import NotSupportedError
 from ._lifecycle import SocketLife
 from ._message import Message
-from .nursery.fastpath import inline_cancel_checks
+from .nursery.fastpath.trio_probe import inline_cancel_checks
 from .zmtp.encoding import Buffer
 
 __all__ = ["Socket"]

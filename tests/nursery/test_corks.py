@@ -18,8 +18,11 @@ import zmq
 from zmtp.helpers import handshaken
 
 import trizmq
-from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import CORK_ITEMS, RawOutput, encode_run
+from trizmq.nursery.fastpath import instrument
+from trizmq.nursery.fastpath.framing import encode_run
+from trizmq.nursery.fastpath.instrument import CORK_ITEMS
+from trizmq.nursery.fastpath.trio_probe import anything_runnable
+from trizmq.nursery.fastpath.write_through import RawOutput
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.base import FanoutRun
 
@@ -29,7 +32,7 @@ pytestmark = pytest.mark.fastpath
 @pytest.fixture(autouse=True)
 def no_time_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cork waits an hour before the time rule takes it off (unless a test says)."""
-    monkeypatch.setattr(fastpath.instrument, "CORK_TIME", 3600.0)
+    monkeypatch.setattr(instrument, "CORK_TIME", 3600.0)
 
 
 @asynccontextmanager
@@ -133,7 +136,7 @@ async def test_a_cork_comes_off_after_cork_time_while_publishing(
                 sent += 1
                 await trio.sleep(0)
             assert not received and not flushes  # corked all along
-            monkeypatch.setattr(fastpath.instrument, "CORK_TIME", 0.0)
+            monkeypatch.setattr(instrument, "CORK_TIME", 0.0)
             while not received:
                 assert sent < CORK_ITEMS // 2, "the cork stayed on"
                 await pub.send_many([[b"%d" % sent]])
@@ -157,7 +160,7 @@ async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
             got = await trio.to_thread.run_sync(lambda: [pull.recv() for _ in range(640)])
             assert got == [b"x"] * 640
             with pytest.raises(LookupError):
-                fastpath._REVIVAL.get()
+                instrument._REVIVAL.get()
     finally:
         pull.close(linger=0)
         ctx.term()
@@ -275,9 +278,9 @@ async def _rescheduled_sleeper(nursery: trio.Nursery) -> trio.lowlevel.Task:
 async def test_anything_runnable_reads_trios_run_queue() -> None:
     async with trio.open_nursery() as nursery:
         task = await _rescheduled_sleeper(nursery)
-        assert not fastpath._anything_runnable()
+        assert not anything_runnable()
         trio.lowlevel.reschedule(task)
-        assert fastpath._anything_runnable()
+        assert anything_runnable()
 
 
 async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
@@ -286,12 +289,12 @@ async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
     # corks that came off with everything written woke nobody: the loop may sleep
     # (a wake-up of its own cost a lone published message ~15 µs); a woken writer
     # must not wait for the sleep to end
-    revival = fastpath.Revival()
+    revival = instrument.Revival()
     wakes: list[object] = []
     revival._token = SimpleNamespace(  # type: ignore[assignment]
         run_sync_soon=lambda fn, idempotent: wakes.append(fn)
     )
-    monkeypatch.setattr(fastpath.Revival, "_uncork", lambda self, timeout: True)
+    monkeypatch.setattr(instrument.Revival, "_uncork", lambda self, timeout: True)
     async with trio.open_nursery() as nursery:
         task = await _rescheduled_sleeper(nursery)
         revival.corked = [object()]  # type: ignore[list-item]
@@ -300,10 +303,10 @@ async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
         trio.lowlevel.reschedule(task)
         revival.corked = [object()]  # type: ignore[list-item]
         revival.before_io_wait(1.0)
-        assert wakes == [fastpath._nothing]
+        assert wakes == [instrument._nothing]
         revival.corked = [object()]  # type: ignore[list-item]
         revival.before_io_wait(0.0)  # the loop does not sleep anyway
-        assert wakes == [fastpath._nothing]
+        assert wakes == [instrument._nothing]
 
 
 async def test_a_cork_never_holds_a_subscriber_into_its_mark() -> None:
@@ -334,7 +337,7 @@ async def test_a_cork_never_holds_a_subscriber_into_its_mark() -> None:
 
 
 def test_a_corks_limit_is_half_a_lower_mark() -> None:
-    assert fastpath.cork_limit(Pipe(0)) == CORK_ITEMS
-    assert fastpath.cork_limit(Pipe(2 * CORK_ITEMS)) == CORK_ITEMS
-    assert fastpath.cork_limit(Pipe(100)) == 50
-    assert fastpath.cork_limit(Pipe(1)) == 1
+    assert instrument.cork_limit(Pipe(0)) == CORK_ITEMS
+    assert instrument.cork_limit(Pipe(2 * CORK_ITEMS)) == CORK_ITEMS
+    assert instrument.cork_limit(Pipe(100)) == 50
+    assert instrument.cork_limit(Pipe(1)) == 1

@@ -23,7 +23,9 @@ import zmq
 
 import trizmq
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import FastPath, RawOutput, RawSocket
+from trizmq.nursery.fastpath.direct_io import RawSocket
+from trizmq.nursery.fastpath.routing import FastPath
+from trizmq.nursery.fastpath.write_through import RawOutput
 from trizmq.nursery.peers import Peer
 from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.waiters import Waiters
@@ -409,7 +411,7 @@ def test_a_batch_written_in_part_leaves_the_rest_owed_whole() -> None:
     cut keeps only its bytes still owed; the rest stay as they were."""
     from collections import deque
 
-    from trizmq.nursery.fastpath import _split_sent
+    from trizmq.nursery.fastpath.framing import _split_sent
 
     items: deque[object] = deque([[b"aaa"], [b"bb"], [b"cccc"], "command"])
     buf = bytearray(b"AAAAABBBBCCCCCC")

@@ -17,6 +17,7 @@ import zmq
 
 import trizmq
 from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath.routing import FastPath
 from trizmq.patterns.sockets.pubsub import PubStrategy
 
 pytestmark = pytest.mark.fastpath
@@ -227,13 +228,13 @@ async def test_a_gathering_send_skips_the_write_through_wrapper(
     # routes through FastPath.route (nothing to write through), until the gathered
     # run is routed and the socket may write through again
     routed: list[int] = []
-    real = fastpath.FastPath.route
+    real = FastPath.route
 
     def counting(self: Any, send: Any, msg: Any) -> bool:
         routed.append(1)
         return real(self, send, msg)
 
-    monkeypatch.setattr(fastpath.FastPath, "route", counting)
+    monkeypatch.setattr(FastPath, "route", counting)
     async with trizmq_subscribers(1) as (pub, subs):
         fast = pub._fast
         await trio.sleep(0)  # the writer parks: write-through is armed

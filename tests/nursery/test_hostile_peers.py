@@ -430,7 +430,7 @@ async def test_only_peer_misbehaving_while_a_task_reads_it(
     caplog: pytest.LogCaptureFixture, transport: str, case: str
 ) -> None:
     """With one peer and a task parked in a receive, the task reads the connection
-    itself (read-through, ``ReadThrough`` in ``trizmq.nursery.fastpath``): what it
+    itself (read-through, ``ReadThrough`` in ``trizmq.nursery.fastpath.read_through``): what it
     meets must end that connection just as the reader would, and nothing else."""
     tail, reason = ONLY_PEER_CASES[case]
     caplog.set_level(logging.WARNING, logger="trizmq")

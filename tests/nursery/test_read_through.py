@@ -3,7 +3,7 @@
 A task that would park in a receive, on a socket whose only peer (or, among
 several, the peer its last message came from) is a live tcp/ipc connection with
 nothing queued, waits on the connection's socket alongside the
-reader (``ReadThrough`` in ``trizmq.nursery.fastpath``); once it does, the reader
+reader (``ReadThrough`` in ``trizmq.nursery.fastpath.read_through``); once it does, the reader
 stands by rather than racing it for every message. These tests check what must
 hold whoever reads: every message arrives once and in order, another peer's message
 or the socket closing still wakes the task, a cancelled receive hands the
@@ -23,7 +23,7 @@ import trio.testing
 import zmq
 
 import trizmq
-from trizmq.nursery.fastpath import ReadThrough
+from trizmq.nursery.fastpath.read_through import ReadThrough
 
 TRANSPORTS = ["tcp", "ipc"]
 

@@ -1,4 +1,4 @@
-"""TLS reads in one go (``trizmq.nursery.fastpath.TlsInput``): after an awaited read of
+"""TLS reads in one go (``trizmq.nursery.fastpath.tls_input.TlsInput``): after an awaited read of
 trio's ``SSLStream``, every record TLS can decrypt without I/O comes with it, the bytes
 whole and in order, and nothing of it where the stream is not one it knows."""
 
@@ -13,7 +13,7 @@ import trustme
 
 import trizmq
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import TlsInput
+from trizmq.nursery.fastpath.tls_input import TlsInput
 from trizmq.nursery.handshake import RECEIVE_SIZE
 
 RECORD = 16 * 1024  # the most one TLS record carries

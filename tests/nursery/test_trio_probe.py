@@ -17,7 +17,7 @@ import pytest
 
 from trizmq._socket import Socket
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath import inline_cancel_checks
+from trizmq.nursery.fastpath.trio_probe import inline_cancel_checks
 
 HOT = ("send", "send_multipart", "_send_raw", "recv", "recv_multipart", "_recv_raw")
 

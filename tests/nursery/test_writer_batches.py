@@ -12,7 +12,7 @@ from zmtp.helpers import handshaken
 from zmtp.test_curve import OK, curve_pair
 from zmtp.test_plain import zap_handshake
 
-from trizmq.nursery.fastpath import frame_short_messages
+from trizmq.nursery.fastpath.framing import frame_short_messages
 from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.writer import _Batcher
 from trizmq.patterns.sockets.base import Fanout, FanoutRun

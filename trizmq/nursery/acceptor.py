@@ -27,7 +27,7 @@ from .connection import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
-    from .fastpath import FastPath
+    from .fastpath.routing import FastPath
     from .parents import AcceptorParent
     from .slots import HandshakeSlot, HandshakeSlots
 

@@ -30,7 +30,7 @@ from .connection import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, StreamTransport
-    from .fastpath import FastPath
+    from .fastpath.routing import FastPath
     from .parents import ConnecterParent
     from .peers import Peer
 

@@ -6,7 +6,7 @@ which pushes back on the sender through the transport (TCP's window). A PING's
 TTL bounds only the wait for the next read, as in libzmq (any data clears it).
 Reads come from an :class:`~trizmq.nursery.parents.Input`: a :class:`StreamInput`
 (trio's stream calls) or, on the fast path, a
-:class:`~trizmq.nursery.fastpath.RawInput`. The reader sees its connection as a
+:class:`~trizmq.nursery.fastpath.direct_io.RawInput`. The reader sees its connection as a
 :class:`~trizmq.nursery.parents.ReaderParent`.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..zmtp import ProtocolError
-from .fastpath import _InputEnded
+from .fastpath.direct_io import _InputEnded
 from .handshake import RECEIVE_SIZE
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .._stats import SocketStats
     from ..patterns.sockets.base import PeerLike, SocketStrategy
     from ..transport.base import Endpoint, Listener
-    from .fastpath import FastPath
+    from .fastpath.routing import FastPath
 
 __all__ = ["SocketRuntime"]
 

@@ -9,7 +9,7 @@ its one shared encoding. Commands
 (subscriptions, PING/PONG) are encoded by the codec. Writes go to an
 :class:`~trizmq.nursery.parents.Output`: trio's ``send_all``
 (:class:`StreamOutput`) or, on the fast path, direct system calls
-(:class:`~trizmq.nursery.fastpath.RawOutput`), which also writes big frames from
+(:class:`~trizmq.nursery.fastpath.write_through.RawOutput`), which also writes big frames from
 the sender's own object and lets the sending task write while the writer is idle.
 The writer sees its connection as a :class:`~trizmq.nursery.parents.WriterParent`.
 
@@ -37,7 +37,7 @@ from ..patterns.sockets.base import Fanout, Hangup
 from ..zmtp.encoding import Buffer, encode_plain_into
 from ..zmtp.events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from ..zmtp.frames import LONG_HEADER, SHORT_HEADERS
-from .fastpath import (
+from .fastpath.framing import (
     BIG_FRAME,
     SHORT_HEADER,
     encode_big,

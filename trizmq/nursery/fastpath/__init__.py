@@ -5,7 +5,9 @@ correctly with trio's public API; set ``TRIZMQ_FASTPATH=0`` in the environment (
 once, when trizmq is imported) or :data:`ENABLED` to False before a socket is
 entered, and that socket runs the portable path only. The test suite runs both.
 :data:`ENABLED` lives here, and only here: every part reads it from this package
-at the moment it decides.
+at the moment it decides. So the package imports none of its parts (they import
+it): a name is imported from the file that defines it, as in
+``from trizmq.nursery.fastpath.direct_io import RawSocket``.
 
 One file per job, each saying which rule it bends:
 
@@ -31,6 +33,12 @@ One file per job, each saying which rule it bends:
   inlined cancellation check (:func:`cancel_pending`), the run queue, a trio
   socket's stdlib socket and an ``SSLStream``'s ``ssl.SSLObject``, each probed, each
   with a public fallback.
+
+The order (every import, type-only ones too, points down it; a file names an object
+of a file above it by a ``Protocol`` of what it uses, declared beside it):
+``routing``; ``write_through``; ``direct_io`` and ``tls_input``; ``read_through``;
+``instrument``; ``framing`` and ``trio_probe``; this package, the switch, at the
+bottom (``tests/nursery/test_import_order.py``).
 """
 
 from __future__ import annotations
@@ -45,65 +53,4 @@ def _env_enabled() -> bool:
 #: the switch: False makes every socket entered afterwards run the portable path only
 ENABLED = _env_enabled()
 
-# the parts read ENABLED from this package when they decide, so they come after it
-from .direct_io import LOOK_AGAIN_AFTER, RawInput, RawSocket, _InputEnded  # noqa: E402
-from .framing import (  # noqa: E402
-    BIG_FRAME,
-    RUN_BYTES,
-    SHORT_HEADER,
-    _split_sent,
-    encode_big,
-    encode_run,
-    frame_short_messages,
-    leading_runs,
-    run_sealer,
-)
-from .instrument import (  # noqa: E402
-    _REVIVAL,
-    CORK_ITEMS,
-    CORK_TIME,
-    Revival,
-    _nothing,
-    cork_limit,
-    revival,
-)
-from .read_through import ReadThrough  # noqa: E402
-from .routing import FastPath  # noqa: E402
-from .tls_input import TlsInput  # noqa: E402
-from .trio_probe import RUN_CONTEXT, cancel_pending, inline_cancel_checks, run_vars  # noqa: E402
-from .trio_probe import anything_runnable as _anything_runnable  # noqa: E402
-from .write_through import WRITE_BATCH, RawOutput  # noqa: E402
-
-__all__ = [
-    "BIG_FRAME",
-    "CORK_ITEMS",
-    "CORK_TIME",
-    "ENABLED",
-    "LOOK_AGAIN_AFTER",
-    "RUN_BYTES",
-    "RUN_CONTEXT",
-    "SHORT_HEADER",
-    "WRITE_BATCH",
-    "FastPath",
-    "RawInput",
-    "RawOutput",
-    "RawSocket",
-    "ReadThrough",
-    "Revival",
-    "TlsInput",
-    "_InputEnded",
-    "_REVIVAL",
-    "_anything_runnable",
-    "_nothing",
-    "_split_sent",
-    "cancel_pending",
-    "cork_limit",
-    "encode_big",
-    "encode_run",
-    "frame_short_messages",
-    "inline_cancel_checks",
-    "leading_runs",
-    "revival",
-    "run_sealer",
-    "run_vars",
-]
+__all__ = ["ENABLED"]

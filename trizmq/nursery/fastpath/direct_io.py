@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -31,9 +31,8 @@ if TYPE_CHECKING:
     from ...zmtp.encoding import Buffer
     from ..pipe import Pipe
     from .read_through import ReadThrough
-    from .routing import FastPath
 
-__all__ = ["LOOK_AGAIN_AFTER", "RawInput", "RawSocket"]
+__all__ = ["LOOK_AGAIN_AFTER", "RawInput", "RawSocket", "ReceivingSocket"]
 
 #: scheduler passes a reader lets go by before it reads again after handing on a message
 LOOK_AGAIN_AFTER = 2
@@ -143,6 +142,15 @@ class RawSocket:
             view = view[sent:]
 
 
+class ReceivingSocket(Protocol):
+    """A socket's fast-path state (``FastPath``, in ``routing``), as a connection's
+    reader sees it: the table of the read-throughs its receiving tasks may take, by
+    peer."""
+
+    @property
+    def readers(self) -> dict[object, ReadThrough]: ...
+
+
 class RawInput:
     """A connection reader's reads on a :class:`RawSocket`.
 
@@ -155,7 +163,7 @@ class RawInput:
 
     __slots__ = ("_fast", "_ready", "raw", "read_through")
 
-    def __init__(self, raw: RawSocket, read_through: ReadThrough, fast: FastPath) -> None:
+    def __init__(self, raw: RawSocket, read_through: ReadThrough, fast: ReceivingSocket) -> None:
         self.raw = raw
         self.read_through = read_through
         self._fast = fast

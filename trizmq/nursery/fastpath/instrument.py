@@ -17,7 +17,7 @@ checks a publisher's batches arrive alike on both paths.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -25,11 +25,19 @@ from .trio_probe import anything_runnable
 
 if TYPE_CHECKING:
     from ..pipe import Pipe
-    from .read_through import ReadThrough
-    from .routing import FastPath
-    from .write_through import RawOutput
+    from ..waiters import Waiters
 
-__all__ = ["CORK_ITEMS", "CORK_TIME", "Revival", "cork_limit", "revival"]
+__all__ = [
+    "CORK_ITEMS",
+    "CORK_TIME",
+    "CorkedOutput",
+    "GatheringSocket",
+    "OwedReader",
+    "PublishingSocket",
+    "Revival",
+    "cork_limit",
+    "revival",
+]
 
 #: a publisher's batches held back for an idle connection (corked) go out once this
 #: many messages wait (or half the connection's ``sndhwm``, when that is fewer: see
@@ -38,6 +46,52 @@ CORK_ITEMS = 512
 #: ... or once the oldest has waited this long (seconds, trio's clock) while the
 #: publisher kept publishing in every scheduler pass
 CORK_TIME = 0.0005
+
+
+# -- what the instrument sees of the parts above it ------------------------------------------
+# Annotations only: the instrument sits below read_through, write_through and routing
+# (they install it), so it names their objects by the fields it reads, the private
+# ones included, read directly as before.
+class OwedReader(Protocol):
+    """A read-through (``ReadThrough``) that may owe its connection's reader a
+    wake-up: the debt, and the reader standing by."""
+
+    owed: bool
+
+    @property
+    def _reader(self) -> Waiters: ...
+
+
+class GatheringSocket(Protocol):
+    """A socket's fast-path state (``FastPath``) whose publisher gathered messages
+    in this pass."""
+
+    def route_gathered(self) -> None:
+        """Route what the publisher gathered, as a batch."""
+        ...
+
+
+class PublishingSocket(Protocol):
+    """A socket's fast-path state (``FastPath``), as a cork reads it: the scheduler
+    pass in which the socket last published a batch."""
+
+    @property
+    def fed_at(self) -> int: ...
+
+
+class CorkedOutput(Protocol):
+    """A connection's write-through (``RawOutput``) whose published batches a cork
+    holds back: its queue, its socket's state, and the write that takes the cork off."""
+
+    @property
+    def _pipe(self) -> Pipe: ...
+
+    @property
+    def _fast(self) -> PublishingSocket: ...
+
+    def flush(self) -> None:
+        """Write what the cork held back."""
+        ...
 
 
 class Revival(trio.abc.Instrument):
@@ -60,17 +114,17 @@ class Revival(trio.abc.Instrument):
     __slots__ = ("_corked_at", "_token", "corked", "gathering", "owed", "passes")
 
     def __init__(self) -> None:
-        self.owed: list[ReadThrough] = []
+        self.owed: list[OwedReader] = []
         #: sockets whose publishes were gathered in this pass (see FastPath.gather)
-        self.gathering: list[FastPath] = []
+        self.gathering: list[GatheringSocket] = []
         #: connections whose published batches are held back (see FastPath.route_batch)
-        self.corked: list[RawOutput] = []
+        self.corked: list[CorkedOutput] = []
         self._corked_at = 0.0
         #: scheduler passes so far (counted as each ends)
         self.passes = 0
         self._token = trio.lowlevel.current_trio_token()
 
-    def cork(self, output: RawOutput) -> None:
+    def cork(self, output: CorkedOutput) -> None:
         """Hold back what the idle ``output`` was just given (a published batch)."""
         if not self.corked:
             self._corked_at = trio.current_time()

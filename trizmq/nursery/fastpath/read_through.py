@@ -17,7 +17,8 @@ close, its protocol violations, a cancelled receive) run on both paths.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -29,12 +30,31 @@ from .instrument import revival
 
 if TYPE_CHECKING:
     from ..parents import ReadThroughParent
-    from .direct_io import RawSocket
     from .instrument import Revival
 
-__all__ = ["ReadThrough"]
+__all__ = ["ReadThrough", "SharedSocket"]
 
 _current_task = trio.lowlevel.current_task
+
+
+class SharedSocket(Protocol):
+    """A connection's socket (``RawSocket``, in ``direct_io``), as a read-through
+    uses it while the reader waits on it too: a second wait, its interruption, and
+    the non-blocking read."""
+
+    @property
+    def recv(self) -> Callable[[int], bytes]:
+        """``recv(max_bytes)``; raises ``BlockingIOError`` when nothing is there."""
+        ...
+
+    async def wait_readable_too(self) -> None:
+        """Park until the socket has data; ``trio.ClosedResourceError`` when
+        interrupted or closed."""
+        ...
+
+    def interrupt(self) -> None:
+        """End a wait in :meth:`wait_readable_too`."""
+        ...
 
 
 class ReadThrough:
@@ -52,7 +72,7 @@ class ReadThrough:
 
     __slots__ = ("_raw", "_reader", "_revival", "actor", "ended", "owed", "peer", "waiting")
 
-    def __init__(self, actor: ReadThroughParent, raw: RawSocket) -> None:
+    def __init__(self, actor: ReadThroughParent, raw: SharedSocket) -> None:
         self.actor = actor
         self.peer = actor.peer
         self._raw = raw

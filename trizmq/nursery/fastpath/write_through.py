@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Iterable
 from itertools import islice
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 from trio.lowlevel import enable_ki_protection
@@ -40,15 +40,35 @@ from .framing import BIG_FRAME, RUN_BYTES, _short_headers, _split_sent, leading_
 if TYPE_CHECKING:
     from ..parents import ConnectionCodec
     from .direct_io import RawSocket
-    from .routing import FastPath
 
-__all__ = ["WRITE_BATCH", "RawOutput"]
+__all__ = ["WRITE_BATCH", "RawOutput", "WritingSocket"]
 
 #: a write-through of a batch stops gathering messages past this many bytes
 WRITE_BATCH = 64 * 1024
 
 #: a message's first frame (its only one, for the runs a mechanism seals)
 _first = itemgetter(0)
+
+
+class WritingSocket(Protocol):
+    """A socket's fast-path state (``FastPath``, in ``routing``), as a connection's
+    write-through sees it: whether the sending task may write for an idle writer
+    (``allowed``, ``armed``), how many writers are idle, whether the task is routing
+    now, the outputs it owes a write-through after routing, and the pass in which it
+    last published a batch (read by the corks: ``instrument.PublishingSocket``)."""
+
+    allowed: bool
+    armed: bool
+    idle: int
+
+    @property
+    def routing(self) -> bool: ...
+
+    @property
+    def fed_at(self) -> int: ...
+
+    @property
+    def pending(self) -> list[RawOutput]: ...
 
 
 class RawOutput:
@@ -66,7 +86,7 @@ class RawOutput:
         "raw",
     )
 
-    def __init__(self, raw: RawSocket, actor: ConnectionCodec, fast: FastPath) -> None:
+    def __init__(self, raw: RawSocket, actor: ConnectionCodec, fast: WritingSocket) -> None:
         self.raw = raw
         self.actor = actor
         self._fast = fast
