@@ -20,6 +20,8 @@ import trio
 import trio.testing
 
 from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath import trio_probe
+from trizmq.nursery.fastpath.tls_input import TlsInput
 
 #: each probe by name, as the report header and the test name them
 PROBES = ("cancel check", "run context", "TLS reads")
@@ -59,9 +61,9 @@ def _tls_stream() -> trio.abc.Stream:
 def accepted_now() -> dict[str, bool]:
     """Per probe, whether it accepts the installed trio (call it inside a ``trio.run``)."""
     return {
-        "cancel check": fastpath.cancel_pending() is not None,
-        "run context": fastpath.run_vars() is not None,
-        "TLS reads": fastpath.TlsInput.of(_tls_stream()) is not None,
+        "cancel check": trio_probe.cancel_pending() is not None,
+        "run context": trio_probe.run_vars() is not None,
+        "TLS reads": TlsInput.of(_tls_stream()) is not None,
     }
 
 

@@ -17,6 +17,7 @@ from fastpath_probes import PROBES, accepted_now, fields_found
 
 import trizmq
 from trizmq.nursery import fastpath
+from trizmq.nursery.fastpath import trio_probe
 
 
 async def assert_sockets_run_the_portable_check() -> None:
@@ -55,7 +56,7 @@ def test_the_probes_accept_a_trio_whose_fields_match() -> None:
     pytest.skip(
         f"trio {trio.__version__}: the fast path's probes refuse it for "
         f"{', '.join(refused)} (trio's private fields moved); the portable path runs "
-        "there. Update the probes in trizmq.nursery.fastpath for this trio."
+        "there. Update the probes in trizmq.nursery.fastpath.trio_probe for this trio."
     )
 
 
@@ -64,8 +65,8 @@ async def test_a_refused_cancel_check_leaves_sockets_on_the_portable_path(
 ) -> None:
     """What a trio the probe refuses gets, on any trio: the probe's verdict is cached
     once, so a refusal is set in its place."""
-    monkeypatch.setattr(fastpath, "_PROBED", False)
-    assert fastpath.cancel_pending() is None
+    monkeypatch.setattr(trio_probe, "_PROBED", False)
+    assert trio_probe.cancel_pending() is None
     await assert_sockets_run_the_portable_check()
 
 
