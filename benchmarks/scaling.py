@@ -83,7 +83,7 @@ def rss_kib() -> int:
 
 def peer_memory(before: int, greetings: int) -> dict[str, float]:
     """What the process grew by since ``before`` (KiB), and per connected peer (bytes)."""
-    grown = rss_kib() - before
+    grown = float(rss_kib() - before)
     return {"rss_grown_kib": grown, "bytes_per_peer": grown * 1024 / max(greetings, 1)}
 
 

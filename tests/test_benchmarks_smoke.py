@@ -84,6 +84,8 @@ def test_quick_scaling_produces_every_row(tmp_path: Path) -> None:
         "idle-pull-100",
         "idle-router-0",
         "idle-router-100",
+        "idle-memory-pull-100",
+        "idle-memory-router-100",
         "idle-rep-0",
         "idle-rep-10",
         "fanin-1",
