@@ -512,9 +512,10 @@ class Connection(Handshaking):
         )
 
     def _parse_traffic(self, src: bytes, pos: int, events: list[Received]) -> int:
-        # the hot path: locals only, one slice per frame and, but for a short last
-        # frame, one dict lookup; runs of short messages first where one may start
-        # (_parse_runs), and a frame whose body is not all here to _parse_partial
+        """Parse traffic from ``pos`` into ``events``; return where an unfinished frame
+        starts (or ``len(src)``). The hot path: locals only, one slice per frame and, but
+        for a short last frame, one dict lookup; runs of short messages first where one
+        may start (:meth:`_parse_runs`), rare partial frames to :meth:`_parse_partial`."""
         n = len(src)
         frames = self._frames
         bare = self.bare_messages
@@ -571,8 +572,7 @@ class Connection(Handshaking):
             start = pos + header_size
             end = start + size
             if not flags & more_or_command and not frames and end <= n:
-                # a whole message in one frame: its wire size is this frame's
-                if end - pos > limit:
+                if end - pos > limit:  # a whole message in one frame: its wire size
                     raise self._overlong(end - pos, 0)
                 append(src[start:end] if bare else [src[start:end]])
                 got += size
@@ -584,7 +584,11 @@ class Connection(Handshaking):
                 if used > limit or len(frames) >= max_frames:
                     raise self._overlong(used, len(frames))
             if end > n:
-                pos, used = self._parse_partial(src, pos, flags, size, frames, used)
+                if size > self._subscription_frame or size >= _BIG_FRAME:
+                    pos, used = self._parse_partial(src, pos, flags, size, frames, used)
+                else:  # the commonest: the frame waits in the buffer
+                    used -= 0 if flags & COMMAND else header_size + size
+                    self._need = end - pos
                 break
             if flags & COMMAND:
                 append(self._command(src[start:end]))
