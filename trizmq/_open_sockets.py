@@ -15,17 +15,29 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import Counter
-from typing import Any
+from typing import Protocol
 
-__all__ = ["default_name", "discard", "open_sockets", "opened"]
+from ._stats import SocketStats
+
+__all__ = ["Observed", "default_name", "discard", "open_sockets", "opened"]
+
+
+class Observed(Protocol):
+    """What an exporter needs of a socket: whether it is closed, and its snapshot."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def stats(self) -> SocketStats: ...
+
 
 _lock = threading.Lock()
-_open: weakref.WeakSet[Any] = weakref.WeakSet()
-_names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_open: weakref.WeakSet[Observed] = weakref.WeakSet()
+_names: weakref.WeakKeyDictionary[Observed, str] = weakref.WeakKeyDictionary()
 _numbers: Counter[str] = Counter()
 
 
-def _name_locked(sock: Any) -> str:
+def _name_locked(sock: Observed) -> str:
     name = _names.get(sock)
     if name is None:
         kind = str(getattr(sock, "socket_type", "") or type(sock).__name__).lower()
@@ -34,26 +46,26 @@ def _name_locked(sock: Any) -> str:
     return name
 
 
-def opened(sock: Any) -> None:
+def opened(sock: Observed) -> None:
     """Count ``sock`` among the open sockets (called once it is entered)."""
     with _lock:
         _open.add(sock)
         _name_locked(sock)
 
 
-def discard(sock: Any) -> None:
+def discard(sock: Observed) -> None:
     """``sock`` closed: no longer an open socket."""
     with _lock:
         _open.discard(sock)
 
 
-def open_sockets() -> list[Any]:
+def open_sockets() -> list[Observed]:
     """The sockets open now (in no particular order)."""
     with _lock:
         return list(_open)
 
 
-def default_name(sock: Any) -> str:
+def default_name(sock: Observed) -> str:
     """``sock``'s default metrics name, ``<type>-<n>`` (given at first sight)."""
     with _lock:
         return _name_locked(sock)

@@ -222,7 +222,7 @@ class OptionSpec:
     """One option: its default, its check, and the socket types it fits (None = all)."""
 
     default: object
-    check: Callable[[str, Any], object]
+    check: Callable[[str, object], object]
     types: frozenset[str] | None = None
 
 
@@ -407,6 +407,8 @@ def _check_names(socket_type: str, given: Mapping[str, object], caller: str) -> 
 def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
     """Check ``given`` against the table; return every option with defaults filled in."""
     _check_names(socket_type, given, f"{socket_type.title()}()")
+    # each check returns its option's type, which Options' fields state one by one:
+    # no annotation of this name-keyed mapping says which name has which
     checked: dict[str, Any] = {
         name: OPTIONS[name].check(name, value) for name, value in given.items()
     }

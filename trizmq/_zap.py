@@ -47,10 +47,9 @@ import inspect
 import ipaddress
 import logging
 import os
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import attrs
 import trio
@@ -269,7 +268,8 @@ class Authenticator:
     async def _decide(self, request: ZapRequestFrames) -> Verdict:
         """The policy's verdict, run where it cannot stall the process (see the module
         docstring); a policy that raises or answers nonsense refuses with 500."""
-        policy: Any = self.authenticate
+        # an override may be async, or answer anything: _checked judges the answer
+        policy: Callable[[ZapRequestFrames], object] = self.authenticate
         try:
             if type(self).authenticate is Authenticator.authenticate:
                 verdict = policy(request)  # the built-in rules: quick, no I/O

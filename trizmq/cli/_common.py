@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
 
 import attrs
 import trio
@@ -186,7 +185,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def make_socket(type_name: str, **options: Any) -> trizmq.Socket:
+def make_socket(type_name: str, **options: object) -> trizmq.Socket:
     """Build a socket of ``type_name``; option mistakes become a :class:`CliError`."""
     cls = SOCKET_TYPES[type_name]
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 import click
@@ -31,6 +31,9 @@ import trizmq
 from ._common import CliError
 from ._keys import load_key, public_of
 
+if TYPE_CHECKING:
+    from .._security import Security
+
 __all__ = [
     "SecurityPlan",
     "open_security",
@@ -39,7 +42,7 @@ __all__ = [
     "security_options",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def security_options(fn: F) -> F:
@@ -158,7 +161,7 @@ def plan_tls(
 
 
 @contextlib.asynccontextmanager
-async def open_security(plan: SecurityPlan | None) -> AsyncIterator[Any]:
+async def open_security(plan: SecurityPlan | None) -> AsyncIterator[Security | None]:
     """Yield the ``security=`` value for ``plan`` (None: NULL), running what it needs.
 
     This is the single wiring point between the command line and trizmq's security:

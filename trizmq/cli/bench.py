@@ -16,7 +16,7 @@ import os
 import sys
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Protocol, cast
 
 import click
 from rich.console import Console
@@ -27,14 +27,22 @@ from ._common import CliError
 __all__ = ["bench", "load_suite"]
 
 
-def _import(name: str) -> Any:
+class Suite(Protocol):
+    """The benchmark suite's entry point: ``run(argv, progress=...)``, an exit status."""
+
+    def __call__(
+        self, argv: list[str], /, progress: Callable[[int, int], None] | None = None
+    ) -> object: ...
+
+
+def _import(name: str) -> types.ModuleType | None:
     try:
         return importlib.import_module(name)
     except ImportError:
         return None
 
 
-def load_suite() -> Callable[..., Any]:
+def load_suite() -> Suite:
     """The suite's ``run(argv)``; a :class:`CliError` when there is no benchmark suite.
 
     Accepts both spellings: ``benchmarks.run(argv)`` (a function) and
@@ -51,7 +59,7 @@ def load_suite() -> Callable[..., Any]:
             "the benchmark suite is not available: no `benchmarks` package with run(argv) "
             "(run `trizmq bench` from a trizmq source checkout)"
         )
-    return suite  # type: ignore[no-any-return]
+    return cast(Suite, suite)
 
 
 @contextlib.contextmanager

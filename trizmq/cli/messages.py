@@ -27,8 +27,8 @@ import contextlib
 import os
 import ssl
 import sys
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import attrs
 import click
@@ -53,12 +53,46 @@ from ._security import SecurityPlan, open_security, plan_security, plan_tls, sec
 from .framing import encode, make_decoder
 from .monitor import format_event
 
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired, Unpack
+
+    from .._security import Security
+
 __all__ = ["recv", "send"]
 
 #: socket types that drop what they send while no peer is there: send waits for one
 DROPS_WITHOUT_PEER = frozenset({"pub", "xpub", "radio", "router", "server", "peer"})
 
 _TYPE = click.Choice(sorted(SOCKET_TYPES), case_sensitive=False)
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+class CommonOptions(TypedDict):
+    """The options of :func:`_common_options` as click hands them to ``send`` and
+    ``recv`` (``subscribe`` and ``join`` are ``recv``'s alone)."""
+
+    type_name: str
+    bind: tuple[str, ...]
+    connect: tuple[str, ...]
+    fmt: str
+    separator: str | None
+    count: int | None
+    timeout: float | None
+    linger: float
+    routing_id: str | None
+    verbose: bool
+    curve_server_key: str | None
+    curve_public_key: str | None
+    curve_secret_key: str | None
+    plain_username: str | None
+    plain_password: str | None
+    plain_server: bool
+    tls_cert: str | None
+    tls_key: str | None
+    tls_ca: str | None
+    subscribe: NotRequired[tuple[str, ...]]
+    join: NotRequired[tuple[str, ...]]
 
 
 @attrs.define
@@ -80,7 +114,7 @@ class Common:
     join: tuple[bytes, ...] = ()
 
 
-def _common_options(fn: Any) -> Any:
+def _common_options(fn: F) -> F:
     options = [
         click.option(
             "-t",
@@ -142,7 +176,7 @@ def _common_options(fn: Any) -> Any:
     return fn
 
 
-def _common(kw: dict[str, Any]) -> Common:
+def _common(kw: CommonOptions) -> Common:
     type_name = kw["type_name"].lower()
     separator = kw["separator"]
     if separator == "":
@@ -182,8 +216,8 @@ def _common(kw: dict[str, Any]) -> Common:
     )
 
 
-def _socket(c: Common, security: Any) -> trizmq.Socket:
-    options: dict[str, Any] = {"linger": c.linger}
+def _socket(c: Common, security: Security | None) -> trizmq.Socket:
+    options: dict[str, object] = {"linger": c.linger}
     if c.routing_id is not None:
         options["routing_id"] = c.routing_id
     if security is not None:
@@ -348,7 +382,9 @@ def _needs_peer_wait(c: Common) -> bool:
     help="PUB/XPUB/RADIO/ROUTER/SERVER/PEER: wait this long after the first peer's handshake.",
 )
 @click.argument("messages", nargs=-1)
-def send(messages: tuple[str, ...], group: str | None, settle: float, **kw: Any) -> int:
+def send(
+    messages: tuple[str, ...], group: str | None, settle: float, **kw: Unpack[CommonOptions]
+) -> int:
     """Send MESSAGES, or stdin, through a socket.
 
     One message per line of stdin (or per argument), split into frames at
@@ -435,7 +471,7 @@ async def _flush(sock: trizmq.Socket, linger: float) -> None:
 )
 @click.option("--join", multiple=True, metavar="GROUP", help="DISH: join GROUP (repeatable).")
 @click.option("--reply", metavar="TEXT", help="REP: answer each request with TEXT (default: echo).")
-def recv(reply: str | None, **kw: Any) -> int:
+def recv(reply: str | None, **kw: Unpack[CommonOptions]) -> int:
     """Receive messages from a socket and write them to stdout.
 
     One message per line (frames joined with --separator, or a space); --raw

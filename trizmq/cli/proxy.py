@@ -20,7 +20,7 @@ import struct
 import sys
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -224,7 +224,7 @@ async def _proxy(
     metrics_address: tuple[str, int] | None = None,
 ) -> int:
     front_type, back_type = MODES[mode]
-    options: dict[str, Any] = {"linger": 0}
+    options: dict[str, object] = {"linger": 0}
     name = f"inproc://trizmq-cli-proxy-{id(sides)}"
     async with (
         make_socket(front_type, **options) as front,

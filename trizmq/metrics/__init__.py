@@ -20,7 +20,7 @@ other installed. See docs/observability.md.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._otel import INSTRUMENTS, OtelInstrumentation, instrument_otel
@@ -74,7 +74,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     try:
         module_name, needs = _HOMES[name]
     except KeyError:

@@ -25,14 +25,14 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any
 
 import attrs
 from opentelemetry import metrics as otel
 
 from .. import __version__, _open_sockets
+from .._open_sockets import Observed
 from .._stats import SocketStats
-from ._snapshot import Observed, failure_causes, max_rtt, mean_rtt, take, zap_statuses
+from ._snapshot import failure_causes, max_rtt, mean_rtt, take, zap_statuses
 
 __all__ = ["INSTRUMENTS", "InstrumentRow", "OtelInstrumentation", "instrument_otel"]
 
@@ -149,7 +149,7 @@ class OtelInstrumentation:
         self._lock = threading.Lock()
         self._closed = False
         # weakly: instrumenting a socket does not keep it alive
-        self._named: weakref.WeakKeyDictionary[Any, str | None] | None = None
+        self._named: weakref.WeakKeyDictionary[Observed, str | None] | None = None
         if sockets is not None:
             self._named = weakref.WeakKeyDictionary()
             if isinstance(sockets, Mapping):
@@ -160,7 +160,7 @@ class OtelInstrumentation:
                     self._named[sock] = None
         self._snapshots: list[tuple[dict[str, str], SocketStats]] = []
         self._taken = float("-inf")
-        self.instruments: list[Any] = []
+        self.instruments: list[otel.ObservableCounter | otel.ObservableGauge] = []
         for index, row in enumerate(INSTRUMENTS):
             callback = partial(self._observe, row, index == 0)
             create = (
@@ -176,8 +176,8 @@ class OtelInstrumentation:
         """Stop observing: the instruments report nothing from now on (idempotent)."""
         self._closed = True
 
-    def _targets(self) -> list[tuple[str, Any]]:
-        socks: list[tuple[Any, str | None]] = (
+    def _targets(self) -> list[tuple[str, Observed]]:
+        socks: list[tuple[Observed, str | None]] = (
             [(s, None) for s in _open_sockets.open_sockets()]
             if self._named is None
             else list(self._named.items())
@@ -208,7 +208,9 @@ class OtelInstrumentation:
         self._snapshots, self._taken = snapshots, time.monotonic()
         return snapshots
 
-    def _observe(self, row: InstrumentRow, first: bool, options: Any) -> list[otel.Observation]:
+    def _observe(
+        self, row: InstrumentRow, first: bool, options: otel.CallbackOptions
+    ) -> list[otel.Observation]:
         if self._closed:
             return []
         with self._lock:

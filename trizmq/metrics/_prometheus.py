@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 import attrs
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
@@ -33,8 +33,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .. import _open_sockets
+from .._open_sockets import Observed
 from .._stats import PeerStats, SocketStats
-from ._snapshot import Observed, failure_causes, max_rtt, mean_rtt, take, zap_statuses
+from ._snapshot import failure_causes, max_rtt, mean_rtt, take, zap_statuses
 
 __all__ = [
     "PEER_METRICS",
@@ -49,10 +50,12 @@ __all__ = [
 ]
 
 Value = float | int | None | Mapping[str, float | int]
+#: what a row reads its value from: a socket's snapshot, or one of its peers'
+Source = TypeVar("Source", SocketStats, PeerStats)
 
 
 @attrs.frozen
-class MetricRow:
+class MetricRow(Generic[Source]):
     """One exported metric: ``trizmq_<name>`` (``_total`` added to a counter)."""
 
     name: str
@@ -60,12 +63,12 @@ class MetricRow:
     help: str
     #: the label that tells the values of a mapping apart, or None for one value
     label: str | None
-    value: Callable[[Any], Value]
+    value: Callable[[Source], Value]
     unit: str = ""
 
 
 #: the metrics of every socket, labelled ``socket`` and ``type``
-SOCKET_METRICS: tuple[MetricRow, ...] = (
+SOCKET_METRICS: tuple[MetricRow[SocketStats], ...] = (
     MetricRow(
         "messages_sent", "counter",
         "Whole messages handed to a peer's queue (a message that reaches K peers counts K).",
@@ -142,7 +145,7 @@ SOCKET_METRICS: tuple[MetricRow, ...] = (
 )
 
 #: the per-peer metrics (``register(..., peers=True)``), labelled ``socket``, ``type``, ``peer``
-PEER_METRICS: tuple[MetricRow, ...] = (
+PEER_METRICS: tuple[MetricRow[PeerStats], ...] = (
     MetricRow(
         "peer_messages_sent", "counter", "Whole messages handed to this peer's queue.",
         None, lambda p: p.messages_sent,
@@ -173,7 +176,7 @@ PEER_METRICS: tuple[MetricRow, ...] = (
 _BASE_LABELS = ("socket", "type")
 
 
-def _family(row: MetricRow, labels: tuple[str, ...]) -> Metric:
+def _family(row: MetricRow[Source], labels: tuple[str, ...]) -> Metric:
     names = list(labels) if row.label is None else [*labels, row.label]
     full = f"trizmq_{row.name}"
     if row.kind == "counter":
@@ -181,7 +184,7 @@ def _family(row: MetricRow, labels: tuple[str, ...]) -> Metric:
     return GaugeMetricFamily(full, row.help, labels=names, unit=row.unit)
 
 
-def _add(family: Metric, row: MetricRow, labels: list[str], source: Any) -> None:
+def _add(family: Metric, row: MetricRow[Source], labels: list[str], source: Source) -> None:
     value = row.value(source)
     if value is None:
         return
@@ -219,7 +222,7 @@ class SocketCollector(Collector):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sockets: weakref.WeakKeyDictionary[Any, _Entry] = weakref.WeakKeyDictionary()
+        self._sockets: weakref.WeakKeyDictionary[Observed, _Entry] = weakref.WeakKeyDictionary()
         self._every = False
         self._every_peers = False
 
@@ -268,13 +271,13 @@ class SocketCollector(Collector):
             self._every = True
             self._every_peers = peers
 
-    def _name_locked(self, sock: Any) -> str:
+    def _name_locked(self, sock: Observed) -> str:
         entry = self._sockets.get(sock)
         if entry is not None and entry.name is not None:
             return entry.name
         return _open_sockets.default_name(sock)
 
-    def _targets_locked(self) -> list[tuple[str, bool, Any]]:
+    def _targets_locked(self) -> list[tuple[str, bool, Observed]]:
         targets = [
             (self._name_locked(sock), entry.peers, sock)
             for sock, entry in list(self._sockets.items())
@@ -341,8 +344,8 @@ class SocketCollector(Collector):
             if with_peers:
                 for peer, peer_label in zip(stats.peers, peer_names(stats.peers), strict=True):
                     peer_labels = [*labels, peer_label]
-                    for row, family in peer_families:
-                        _add(family, row, peer_labels, peer)
+                    for peer_row, peer_family in peer_families:
+                        _add(peer_family, peer_row, peer_labels, peer)
         for _, family in socket_families:
             yield family  # even empty: the page says it serves trizmq metrics
         for _, family in peer_families:
@@ -429,6 +432,17 @@ def register_all(registry: CollectorRegistry | None = None, *, peers: bool = Fal
     collector(registry).add_every_socket(peers=peers)
 
 
+class _HTTPServer(Protocol):
+    """What :class:`MetricsServer` uses of the server ``start_http_server`` runs."""
+
+    @property
+    def server_port(self) -> int: ...
+
+    def shutdown(self) -> None: ...
+
+    def server_close(self) -> None: ...
+
+
 class MetricsServer:
     """A running metrics endpoint (:func:`serve`): its address, and :meth:`close`.
 
@@ -438,7 +452,7 @@ class MetricsServer:
         url: ``http://host:port/metrics``.
     """
 
-    def __init__(self, httpd: Any, thread: threading.Thread, host: str) -> None:
+    def __init__(self, httpd: _HTTPServer, thread: threading.Thread, host: str) -> None:
         self._httpd = httpd
         self._thread = thread
         self.host = host

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Protocol
 
 import trio
 
+from .._open_sockets import Observed
 from .._stats import SocketStats
 
 __all__ = [
@@ -39,15 +39,6 @@ __all__ = [
 
 #: seconds a scrape from another thread waits for a socket's run to take its snapshots
 SNAPSHOT_TIMEOUT = 5.0
-
-
-class Observed(Protocol):
-    """What an exporter needs of a socket: whether it is closed, and its snapshot."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def stats(self) -> SocketStats: ...
 
 
 def _take_one(sock: Observed) -> SocketStats | None:

@@ -14,7 +14,10 @@ without it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from ._header import HEADER
 
@@ -27,7 +30,7 @@ def unpack_header(frame: bytes) -> tuple[int, int, int]:
     return int(batch_id), int(partition), int(seq)
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Register the "zmq" data source with a SparkSession."""
     from ._datasource import ZmqDataSource
 

@@ -11,9 +11,9 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, cast
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import trio
@@ -27,7 +27,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 import trizmq
@@ -229,7 +229,8 @@ class _Receiver:
         self.done = trio.Event()
         self.error: BaseException | None = None
         try:
-            self.endpoints: list[str] = rt.start(self._run, spec)
+            # what _run's task_status.started() passes on
+            self.endpoints = cast("list[str]", rt.start(self._run, spec))
         except BaseException:
             self.log.close()
             raise
@@ -259,6 +260,16 @@ _RECEIVERS: dict[str, _Receiver] = {}
 _RECEIVERS_LOCK = threading.Lock()
 
 Offsets = dict[str, int]
+#: an offset as Spark keeps it (JSON): ``{"offset": n}`` for one log,
+#: ``{"offsets": {location: n}}`` for several; read back with :func:`_log_offset`
+SparkOffset: TypeAlias = dict[str, object]
+
+
+def _log_offset(value: object) -> int:
+    """One log's position in an offset Spark handed back: a JSON number."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"not a log offset: {value!r}")
 """One offset per log location."""
 
 
@@ -277,20 +288,21 @@ class _SourceBase:
     def _committed(self) -> Offsets:
         return {loc: _wal.read_committed(loc) for loc in self.locations}
 
-    def _pack(self, offsets: Offsets) -> dict[str, Any]:
+    def _pack(self, offsets: Offsets) -> SparkOffset:
         """Spark's JSON offset: ``{"offset": n}`` for one log, ``{"offsets": {location: n}}``."""
         if len(self.locations) == 1:
             return {"offset": offsets[self.locations[0]]}
         return {"offsets": {loc: offsets[loc] for loc in self.locations}}
 
-    def _unpack(self, packed: dict[str, Any] | None) -> Offsets:
+    def _unpack(self, packed: SparkOffset | None) -> Offsets:
         if packed is None:
             return self._committed()
         # {"offset": n} is one log's (or, read with several spools, the first one's)
-        known = packed.get("offsets") or {self.locations[0]: packed["offset"]}
+        many = packed.get("offsets")
+        known = many if isinstance(many, dict) and many else {self.locations[0]: packed["offset"]}
         # a spool added to the list since the checkpoint starts at its committed mark
         return {
-            loc: int(known[loc]) if loc in known else _wal.read_committed(loc)
+            loc: _log_offset(known[loc]) if loc in known else _wal.read_committed(loc)
             for loc in self.locations
         }
 
@@ -332,13 +344,13 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
         if receiver.error is not None:
             raise RuntimeError(f"the zmq receiver failed: {receiver.error!r}") from receiver.error
 
-    def initialOffset(self) -> dict[str, Any]:
+    def initialOffset(self) -> SparkOffset:
         self._ensure_receiver()
         return self._pack(self._committed())
 
     def latestOffset(
-        self, start: dict[str, Any] | None = None, limit: Any = None
-    ) -> dict[str, Any]:
+        self, start: SparkOffset | None = None, limit: ReadLimit | None = None
+    ) -> SparkOffset:
         self._ensure_receiver()
         heads = self._heads()
         if self._target is not None:
@@ -350,12 +362,12 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
                 heads = _limit(begin, heads, limit.max_rows)
         return self._pack(heads)
 
-    def getDefaultReadLimit(self) -> Any:
+    def getDefaultReadLimit(self) -> ReadLimit:
         if "maxrecordspertrigger" in self.options:
             return ReadMaxRows(int(self.options["maxrecordspertrigger"]))
         return super().getDefaultReadLimit()
 
-    def reportLatestOffset(self) -> dict[str, Any] | None:
+    def reportLatestOffset(self) -> SparkOffset | None:
         return self._pack(self._heads())
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -363,14 +375,14 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
         self._target = self._heads()
 
     def partitions(
-        self, start: dict[str, Any], end: dict[str, Any]
+        self, start: SparkOffset, end: SparkOffset
     ) -> Sequence[InputPartition]:
         return _ranges(self._spans(self._unpack(start), self._unpack(end)), self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_range(partition)
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def commit(self, end: SparkOffset) -> None:
         for location, offset in self._unpack(end).items():
             _wal.commit(location, offset)
 
@@ -410,7 +422,7 @@ class ZmqCommit(WriterCommitMessage):
     rows: int
     partition: int
     staged: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 #: messages a sink hands to ``send_many`` at a time (it yields after each batch, so the
@@ -525,7 +537,9 @@ class _SinkBase:
         rt.run(*self._flush_args(sock))
         return ZmqCommit(rows, partition)
 
-    def _flush_args(self, sock: trizmq.Socket) -> tuple[Any, ...]:
+    def _flush_args(
+        self, sock: trizmq.Socket
+    ) -> tuple[Callable[[trizmq.Socket, float, bool], Awaitable[None]], trizmq.Socket, float, bool]:
         """Wait for the socket to write its queue out: a PUSH must (or the task fails);
         a PUB or RADIO drops for slow peers anyway, so it waits at most a second."""
         if self.spec.kind == "push":

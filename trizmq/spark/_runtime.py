@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeAlias, TypeVar
 
 import trio
 
@@ -39,6 +39,9 @@ __all__ = ["Runtime", "SocketSpec", "receive_into_log", "runtime"]
 _log = logging.getLogger("trizmq")
 
 T = TypeVar("T")
+#: what tells a process's sockets apart: kind, endpoints, bind or connect, topics,
+#: high-water mark, linger (:meth:`SocketSpec.key`)
+SocketKey: TypeAlias = tuple[str, tuple[str, ...], str, tuple[str, ...], int, float]
 
 #: messages appended to the log per write (and fsync)
 LOG_BATCH = 8192
@@ -69,7 +72,7 @@ class SocketSpec:
         self.hwm = hwm
         self.linger = linger
 
-    def key(self) -> tuple[Any, ...]:
+    def key(self) -> SocketKey:
         return (self.kind, self.endpoints, self.mode, self.topics, self.hwm, self.linger)
 
     def open(self) -> trizmq.Socket:
@@ -238,7 +241,7 @@ class Runtime:
         self.pid = os.getpid()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
-        self._sockets: dict[tuple[Any, ...], trizmq.Socket] = {}
+        self._sockets: dict[SocketKey, trizmq.Socket] = {}
         self._lock = threading.Lock()
         ready = threading.Event()
         self._thread = threading.Thread(
@@ -256,16 +259,16 @@ class Runtime:
             ready.set()
             await trio.sleep_forever()
 
-    def run(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    def run(self, afn: Callable[..., Awaitable[T]], *args: object) -> T:
         """Run ``afn(*args)`` in the loop and return its result (from any other thread)."""
         return trio.from_thread.run(afn, *args, trio_token=self._token)
 
-    def start(self, afn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    def start(self, afn: Callable[..., Awaitable[object]], *args: object) -> object:
         """Start a background task in the loop's nursery; return what it passes to started()."""
         assert self._nursery is not None
         nursery = self._nursery
 
-        async def go() -> Any:
+        async def go() -> object:
             return await nursery.start(afn, *args)
 
         return self.run(go)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Protocol, overload
 from urllib.parse import urlparse
 
 __all__ = ["LocalStore", "RemoteStore", "Store", "open_store"]
@@ -99,12 +99,58 @@ class LocalStore(Store):
         return LocalStore(self.path / name, f"{self.location.rstrip('/')}/{name}")
 
 
+class _FileInfo(Protocol):
+    """A ``pyarrow.fs.FileInfo``: its path, and its type (a ``pyarrow.fs.FileType``)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def type(self) -> object: ...
+
+
+class _FileSelector(Protocol):
+    """A ``pyarrow.fs.FileSelector``: the prefix whose objects it lists."""
+
+    @property
+    def base_dir(self) -> str: ...
+
+
+class _Stream(Protocol):
+    """A ``pyarrow`` input or output stream, used as a context manager."""
+
+    def __enter__(self) -> _Stream: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+    def read(self) -> bytes: ...
+
+    def write(self, data: bytes) -> object: ...
+
+
+class FileSystem(Protocol):
+    """The calls a :class:`RemoteStore` makes on a ``pyarrow.fs.FileSystem`` (pyarrow
+    has no type annotations)."""
+
+    @overload
+    def get_file_info(self, paths_or_selector: str, /) -> _FileInfo: ...
+
+    @overload
+    def get_file_info(self, paths_or_selector: _FileSelector, /) -> list[_FileInfo]: ...
+
+    def open_input_stream(self, path: str, /) -> _Stream: ...
+
+    def open_output_stream(self, path: str, /) -> _Stream: ...
+
+    def delete_file(self, path: str, /) -> None: ...
+
+
 class RemoteStore(Store):
     """A prefix of a ``pyarrow.fs`` filesystem (an object store, HDFS): whole-object writes."""
 
     local = False
 
-    def __init__(self, fs: Any, root: str, location: str) -> None:
+    def __init__(self, fs: FileSystem, root: str, location: str) -> None:
         self.fs = fs
         self.root = root.rstrip("/")
         self.location = location
@@ -149,7 +195,7 @@ class RemoteStore(Store):
         return RemoteStore(self.fs, self._path(name), f"{self.location.rstrip('/')}/{name}")
 
 
-_REMOTE: dict[tuple[int, str], tuple[Any, str]] = {}
+_REMOTE: dict[tuple[int, str], tuple[FileSystem, str]] = {}
 
 
 def open_store(location: str) -> Store:

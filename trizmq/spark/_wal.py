@@ -40,7 +40,7 @@ import uuid
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple, TypedDict
 
 from ._store import Store, open_store
 
@@ -312,6 +312,13 @@ class LeaseLost(RuntimeError):
     """A remote writer found its lease taken (or could not renew it in time): it stops writing."""
 
 
+class LeaseRecord(TypedDict, total=False):
+    """A lease as stored (JSON): who holds it, and when it runs out (``time.time()``)."""
+
+    owner: str
+    expires: float
+
+
 class Lease:
     """One writer per remote log: a ``lease`` object naming its owner and when it runs out.
 
@@ -336,9 +343,9 @@ class Lease:
         self.renewed = 0.0  # time.monotonic() of the last confirmed write of our lease
         self._lock = threading.Lock()
 
-    def _read(self) -> dict[str, Any] | None:
+    def _read(self) -> LeaseRecord | None:
         try:
-            value = json.loads(self.store.read("lease"))
+            value: LeaseRecord = json.loads(self.store.read("lease"))
         except FileNotFoundError:
             return None
         except ValueError:
@@ -351,7 +358,7 @@ class Lease:
         self.store.write("lease", json.dumps(body).encode())
         return started
 
-    def holder(self) -> dict[str, Any] | None:
+    def holder(self) -> LeaseRecord | None:
         """The lease as it is stored (owner, expires), or None."""
         return self._read()
 

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import TypedDict
 
 import trio
 
@@ -35,6 +35,7 @@ from ._wal import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_SEGMENT_BYTES,
     Lease,
+    LeaseRecord,
     LogWriter,
     read_committed,
     read_head,
@@ -80,7 +81,19 @@ def _status_parser() -> argparse.ArgumentParser:
     return p
 
 
-def status(location: str) -> dict[str, Any]:
+class SpoolStatus(TypedDict):
+    """:func:`status`: a log's head and committed offsets, their lag, its segments and
+    its lease holder (a remote log's; None for a local one, or none held)."""
+
+    log: str
+    head: int
+    committed: int
+    lag: int
+    segments: int
+    lease: LeaseRecord | None
+
+
+def status(location: str) -> SpoolStatus:
     """What the log at ``location`` holds: head, committed, lag, segments, lease holder."""
     store = open_store(location)
     head = read_head(store)
@@ -178,10 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sargs.json:
             print(json.dumps(info))
         else:
+            lease = info["lease"]
             for key, value in info.items():
-                if key == "lease" and value:
-                    left = float(value.get("expires", 0)) - time.time()
-                    value = f"{value.get('owner')} (runs out in {left:.1f} s)"
+                if key == "lease" and lease:
+                    left = float(lease.get("expires", 0)) - time.time()
+                    value = f"{lease.get('owner')} (runs out in {left:.1f} s)"
                 print(f"{key}: {value}")
         return 0
     args = _parser().parse_args(argv)

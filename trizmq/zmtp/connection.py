@@ -507,38 +507,23 @@ class Connection(Handshaking):
         )
 
     def _parse_traffic(self, src: bytes, pos: int, events: list[Received]) -> int:
-        # the hot path: locals only, one slice per frame and, but for a short last
-        # frame, one dict lookup
+        """Parse traffic from ``pos`` into ``events``; return where an unfinished frame
+        starts (or ``len(src)``). The hot path: locals only, one slice per frame and, but
+        for a short last frame, one dict lookup; runs of short messages first where one
+        may start (:meth:`_parse_runs`), rare partial frames to :meth:`_parse_partial`."""
         n = len(src)
         frames = self._frames
+        bare = self.bare_messages
         limit = self._limit
+        got = 0  # the payload bytes of the messages completed here
+        if not frames and pos + 1 < n and not src[pos] and pos + _RUN_WORTH * src[pos + 1] < n:
+            pos, got = self._parse_runs(src, pos, events, bare, limit)
         max_frames = self._max_frames
         used = self._used
         more_or_command = _INNER_FLAGS
         header_sizes = _HEADER_SIZE
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
-        bare = self.bare_messages
-        # the payload bytes of the messages completed here
-        got = 0
-        # fixed-size records first: runs of short one-frame messages alike, taken at C
-        # speed (_parse_run) for as long as they last; what follows a short run goes
-        # frame by frame, with no look for runs per frame
-        while not frames and pos + 1 < n and not src[pos]:
-            stride = src[pos + 1] + 2
-            if (
-                pos + _RUN_WORTH * stride > n
-                or stride > limit
-                or src[pos + stride]
-                or src[pos + stride + 1] != stride - 2
-            ):
-                break
-            stop = _parse_run(src, pos, stride - 2, stride, events, bare)
-            taken = (stop - pos) // stride
-            got += taken * (stride - 2)
-            pos = stop
-            if taken < _RUN_WORTH:
-                break
         while pos < n:
             flags = src[pos]
             if flags <= MORE and pos + 1 < n:
@@ -582,8 +567,7 @@ class Connection(Handshaking):
             start = pos + header_size
             end = start + size
             if not flags & more_or_command and not frames and end <= n:
-                # a whole message in one frame: its wire size is this frame's
-                if end - pos > limit:
+                if end - pos > limit:  # a whole message in one frame: its wire size
                     raise self._overlong(end - pos, 0)
                 append(src[start:end] if bare else [src[start:end]])
                 got += size
@@ -595,31 +579,11 @@ class Connection(Handshaking):
                 if used > limit or len(frames) >= max_frames:
                     raise self._overlong(used, len(frames))
             if end > n:
-                if size > self._subscription_frame:
-                    # only on a PUB or XPUB: a subscription or a cancel over the bound
-                    # is dropped before its body is kept
-                    head = self._topic_head(size, flags, frames, src[start : start + 1])
-                    if head is not None:
-                        if n - start < len(head):  # too little of the body to tell
-                            if not flags & COMMAND:
-                                used -= header_size + size
-                            self._need = start - pos + len(head)
-                            break
-                        if src.startswith(head, start):
-                            self._start_discard(head, size - len(head), end - n)
-                            if not flags & COMMAND:
-                                used = 0  # it was a whole message
-                            pos = n
-                            break
-                if size >= _BIG_FRAME and not flags & COMMAND:
-                    # keep what came of the body as it is; the rest goes to
-                    # _receive_big, which joins it all once (commands stay small)
-                    self._start_big(src, start, flags, end - n)
-                    pos = n
-                    break
-                if not flags & COMMAND:
-                    used -= header_size + size  # counted again when it is whole
-                self._need = end - pos
+                if size > self._subscription_frame or size >= _BIG_FRAME:
+                    pos, used = self._parse_partial(src, pos, flags, size, frames, used)
+                else:  # the commonest: the frame waits in the buffer
+                    used -= 0 if flags & COMMAND else header_size + size
+                    self._need = end - pos
                 break
             if flags & COMMAND:
                 append(self._command(src[start:end]))
@@ -641,6 +605,62 @@ class Connection(Handshaking):
         self._used = used
         self.received_bytes += got
         return pos
+
+    @staticmethod
+    def _parse_runs(
+        src: bytes, pos: int, events: list[Received], bare: bool, limit: int
+    ) -> tuple[int, int]:
+        """:meth:`_parse_traffic`'s start where no message is in progress: fixed-size
+        records first, runs of short one-frame messages alike, taken at C speed
+        (:func:`_parse_run`) for as long as they last; what follows a short run goes
+        frame by frame, with no look for runs per frame. Return where the runs end
+        and the payload bytes they carried."""
+        n, got = len(src), 0
+        while pos + 1 < n and not src[pos]:
+            stride = src[pos + 1] + 2
+            if pos + _RUN_WORTH * stride > n or stride > limit:
+                break
+            if src[pos + stride] or src[pos + stride + 1] != stride - 2:
+                break
+            stop = _parse_run(src, pos, stride - 2, stride, events, bare)
+            taken = (stop - pos) // stride
+            got += taken * (stride - 2)
+            pos = stop
+            if taken < _RUN_WORTH:
+                break
+        return pos, got
+
+    def _parse_partial(
+        self, src: bytes, pos: int, flags: int, size: int, frames: list[bytes], used: int
+    ) -> tuple[int, int]:
+        """:meth:`_parse_traffic`'s end at a frame whose header (at ``pos``) is whole
+        and its body of ``size`` bytes not; ``used`` counts it already, unless it is a
+        command. Return where the parse stops and what the message in progress then
+        counts on the wire.
+
+        Only on a PUB or XPUB, a subscription or a cancel over the bound is dropped
+        before its body is kept (it was a whole message), once enough of its body has
+        come to tell. A large message frame keeps what came of its body as it is; the
+        rest goes to :meth:`_receive_big`, which joins it all once (commands stay
+        small). Every other frame waits in the buffer, and a message frame is counted
+        again when it is whole."""
+        n = len(src)
+        start = pos + _HEADER_SIZE[flags]
+        uncounted = used if flags & COMMAND else used - (start - pos) - size
+        if size > self._subscription_frame:
+            head = self._topic_head(size, flags, frames, src[start : start + 1])
+            if head is not None:
+                if n - start < len(head):
+                    self._need = start - pos + len(head)
+                    return pos, uncounted
+                if src.startswith(head, start):
+                    self._start_discard(head, size - len(head), start + size - n)
+                    return n, used if flags & COMMAND else 0
+        if size >= _BIG_FRAME and not flags & COMMAND:
+            self._start_big(src, start, flags, start + size - n)
+            return n, used
+        self._need = start + size - pos
+        return pos, uncounted
 
     def _parse_wrapped(self, src: bytes, pos: int, events: list[Received]) -> int:
         # every outer frame carries one inner frame (CURVE MESSAGE); outer flags are

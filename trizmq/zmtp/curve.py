@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import hmac
 import struct
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeAlias
 
 from nacl.bindings import (
     crypto_box,
@@ -63,6 +63,7 @@ from nacl.utils import random
 
 from .commands import READY
 from .errors import ProtocolError
+from .events import Event
 from .frames import COMMAND, MORE
 from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
 from .metadata import decode_metadata, encode_metadata
@@ -80,20 +81,52 @@ except ImportError:  # pragma: no cover - PyNaCl 1.5: the same bytes, padded ins
 # argument checks, output allocation and error formatting cost twice the box itself
 # for a 64-byte message. Every length is checked here before the call; where that
 # module or those functions are missing, the public bindings above do the same work.
-_lib: Any = None
-_ffi: Any = None
-_box_easy: Any = None
-_open_easy: Any = None
+#
+# That module has no type stubs: the protocols below are the little of cffi used.
+
+
+class _CArray(Protocol):
+    """A cffi ``unsigned char[]`` (``ffi.new``): a length; libsodium writes into it."""
+
+    def __len__(self) -> int: ...
+
+
+class _CBuffer(Protocol):
+    """``ffi.buffer`` of a C array: its slices are ``bytes``, and it exports its memory."""
+
+    def __getitem__(self, index: slice, /) -> bytes: ...
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+
+class _FFI(Protocol):
+    """The calls made on PyNaCl's cffi ``ffi``."""
+
+    def new(self, cdecl: str, size: int, /) -> _CArray: ...
+
+    def buffer(self, cdata: _CArray, /) -> _CBuffer: ...
+
+    def from_buffer(self, cdecl: str, python_buffer: bytearray, /) -> object: ...
+
+
+#: ``crypto_box_easy_afternm`` and ``crypto_box_open_easy_afternm`` as cffi exposes
+#: them: (out, in, length, nonce pointer, key) -> 0 on success; the nonce pointer is
+#: the ``from_buffer`` object, passed through
+_BoxCall: TypeAlias = Callable[[_CArray, bytes, int, object, bytes], int]
+
+_ffi: _FFI | None = None
+_box_easy: _BoxCall | None = None
+_open_easy: _BoxCall | None = None
 try:
     from nacl import _sodium
 
     if hasattr(_sodium.lib, "crypto_box_easy_afternm") and hasattr(
         _sodium.lib, "crypto_box_open_easy_afternm"
     ):
-        _lib, _ffi = _sodium.lib, _sodium.ffi
+        _ffi = _sodium.ffi
         # looked up once: an attribute of the cffi module costs a lookup a frame
-        _box_easy = _lib.crypto_box_easy_afternm
-        _open_easy = _lib.crypto_box_open_easy_afternm
+        _box_easy = _sodium.lib.crypto_box_easy_afternm
+        _open_easy = _sodium.lib.crypto_box_open_easy_afternm
 except ImportError:  # pragma: no cover - a PyNaCl without its cffi module
     pass
 
@@ -279,6 +312,11 @@ class _CurveMechanism(Mechanism):
 
     _send_prefix: bytes
     _receive_prefix: bytes
+    #: views of the reused C buffer, set with it by :meth:`_scratch_for` (see __init__)
+    _buffer: _CBuffer
+    _view: memoryview
+    #: the sent nonce's last 8 bytes as a view (the wire), set with the nonce buffers
+    _send_short: memoryview
 
     def __init__(self, *, as_server: bool) -> None:
         super().__init__(as_server=as_server)
@@ -292,18 +330,16 @@ class _CurveMechanism(Mechanism):
         #: the reused C buffer of the MESSAGE boxes (libsodium through cffi), and two
         #: views of it made with it, so that no frame makes a cffi object: a cffi
         #: buffer (its slices are bytes: an opened body) and a memoryview of that (its
-        #: slices are views, appended to a write; its items are ints: the inner flags)
-        self._scratch: Any = None
-        self._buffer: Any = None
-        self._view: Any = None
+        #: slices are views, appended to a write; its items are ints: the inner flags).
+        #: The views exist from the first :meth:`_scratch_for` on, as the buffer does.
+        self._scratch: _CArray | None = None
         #: the nonces of the MESSAGE boxes, each a reused 24-byte buffer (the prefix,
         #: then the short nonce written in place) with a cffi pointer into it, so that
-        #: a box makes no nonce object; the sent one's last 8 bytes as a view (the wire)
+        #: a box makes no nonce object (the pointers are only passed to libsodium)
         self._send_nonce = bytearray()
-        self._send_nonce_c: Any = None
-        self._send_short: Any = None
+        self._send_nonce_c: object = None
         self._receive_nonce = bytearray()
-        self._receive_nonce_c: Any = None
+        self._receive_nonce_c: object = None
 
     def _next_nonce(self) -> bytes:
         self._nonce += 1
@@ -328,7 +364,8 @@ class _CurveMechanism(Mechanism):
 
     def _box_into(self, out: bytearray, inner: bytes) -> None:
         """Append one MESSAGE frame boxing ``inner`` (its flags byte, then its body), the
-        nonce checked against its limit: commands, and the path without ``_lib``."""
+        nonce checked against its limit: commands, and the path without libsodium's
+        own calls."""
         nonce = self._next_nonce()
         box = _seal(inner, self._send_prefix + nonce, self._key)
         size = 16 + len(box)  # the MESSAGE head (8), the short nonce (8), the box
@@ -337,33 +374,37 @@ class _CurveMechanism(Mechanism):
         out += nonce
         out += box
 
-    def _scratch_for(self, size: int) -> Any:
+    def _scratch_for(self, size: int) -> _CArray:
         """A reused C buffer of at least ``size`` bytes for one box (and its views);
         the first call also makes the two nonce buffers (made late, as the scratch
-        is: a mechanism that has boxed nothing holds no cffi object)."""
+        is: a mechanism that has boxed nothing holds no cffi object). Called only
+        where libsodium's own calls were found."""
+        ffi = _ffi
+        if ffi is None:  # pragma: no cover - the callers check for libsodium first
+            raise RuntimeError("CURVE: no cffi module to make a buffer with")
         scratch = self._scratch
         if scratch is None or len(scratch) < size:
-            scratch = self._scratch = _ffi.new("unsigned char[]", max(size, 512))
-            self._buffer = _ffi.buffer(scratch)  # slices to bytes
+            scratch = self._scratch = ffi.new("unsigned char[]", max(size, 512))
+            self._buffer = ffi.buffer(scratch)  # slices to bytes
             self._view = memoryview(self._buffer)  # slices to views, indexes to ints
         if self._send_nonce_c is None:
             self._send_nonce = bytearray(self._send_prefix + bytes(8))
-            self._send_nonce_c = _ffi.from_buffer("unsigned char[]", self._send_nonce)
+            self._send_nonce_c = ffi.from_buffer("unsigned char[]", self._send_nonce)
             self._send_short = memoryview(self._send_nonce)[16:]
             self._receive_nonce = bytearray(self._receive_prefix + bytes(8))
-            self._receive_nonce_c = _ffi.from_buffer("unsigned char[]", self._receive_nonce)
+            self._receive_nonce_c = ffi.from_buffer("unsigned char[]", self._receive_nonce)
         return scratch
 
     def encode_message_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
         """Append one message as MESSAGE frames, one box per frame: the writer's and
         write-through's hot path (the base class's batch form loops over it)."""
-        if _lib is None or self._nonce > _NONCE_SAFE:
+        box = _box_easy
+        if box is None or self._nonce > _NONCE_SAFE:
             last = len(frames) - 1
             for i, frame in enumerate(frames):
                 self._box_into(out, (b"\x01" if i < last else b"\x00") + bytes(frame))
             return
         key = self._key
-        box = _box_easy
         more = len(frames) - 1  # frames after this one
         for frame in frames:
             inner = (b"\x01" if more else b"\x00") + frame  # bytes, whatever frame's type
@@ -398,12 +439,13 @@ class _CurveMechanism(Mechanism):
         the writer's batch of a stream of short messages, without a call, a frame
         loop and the attribute reads per message (the boxes are the same)."""
         counter = self._nonce
-        if _lib is None or counter > _NONCE_SAFE - len(items):
+        box = _box_easy
+        if box is None or counter > _NONCE_SAFE - len(items):
             return start
         scratch = self._scratch
         if scratch is None or len(scratch) < 256:
             scratch = self._scratch_for(256)
-        key, box, view = self._key, _box_easy, self._view
+        key, view = self._key, self._view
         nonce, nonce_c, short = self._send_nonce, self._send_nonce_c, self._send_short
         heads, pack_into = _SHORT_MESSAGE_PREFIX, _pack_nonce_into
         index, count = start, len(items)
@@ -433,17 +475,23 @@ class _CurveMechanism(Mechanism):
         return index
 
     def open_run(
-        self, src: bytes, pos: int, limit: int, events: list[Any], bare: bool
+        self,
+        src: bytes,
+        pos: int,
+        limit: int,
+        events: list[Event | list[bytes] | bytes],
+        bare: bool,
     ) -> tuple[int, int, bytes | None]:
         """The reader's loop over a read's MESSAGE frames with short headers, opened in
         place (see the base class): per frame, the checks :meth:`decode_frame_at`
         makes, one libsodium call and one append."""
-        if _lib is None:
+        unseal = _open_easy
+        if unseal is None:
             return pos, 0, None
         scratch = self._scratch
         if scratch is None or len(scratch) < 256:
             scratch = self._scratch_for(256)
-        key, unseal, view, buffer = self._key, _open_easy, self._view, self._buffer
+        key, view, buffer = self._key, self._view, self._buffer
         nonce, nonce_c = self._receive_nonce, self._receive_nonce_c
         unpack, pack_into, message_head = _unpack_head, _pack_nonce_into, _MESSAGE_HEAD
         peer = self._peer_nonce
@@ -489,14 +537,15 @@ class _CurveMechanism(Mechanism):
             raise ProtocolError(
                 f"CURVE MESSAGE: short nonce {value} does not follow {self._peer_nonce}"
             )
-        if _lib is not None:
+        unseal = _open_easy
+        if unseal is not None:
             size = end - start - 16 - _MAC  # >= 1: checked against _MESSAGE_MIN above
             scratch = self._scratch
             if scratch is None or len(scratch) < size:
                 scratch = self._scratch_for(size)
             _pack_nonce_into(self._receive_nonce, 16, value)
             box = src[start + 16 : end]
-            if _open_easy(scratch, box, size + _MAC, self._receive_nonce_c, self._key):
+            if unseal(scratch, box, size + _MAC, self._receive_nonce_c, self._key):
                 raise ProtocolError("CURVE MESSAGE: the box does not open")
             self._peer_nonce = value
             return _inner_flags(self._view[0]), self._buffer[1:size]

@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias
 
 import attrs
 
+from .events import Event
 from .frames import MORE
 
 __all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest", "zap_metadata", "zap_refusal"]
@@ -163,7 +164,12 @@ class Mechanism(abc.ABC):
         return start
 
     def open_run(
-        self, src: bytes, pos: int, limit: int, events: list[Any], bare: bool
+        self,
+        src: bytes,
+        pos: int,
+        limit: int,
+        events: list[Event | list[bytes] | bytes],
+        bare: bool,
     ) -> tuple[int, int, bytes | None]:
         """Unwrap the wrapped frames with short headers from ``src[pos]`` on in one
         loop, appending each that is a whole message of one frame to ``events`` (its

@@ -201,6 +201,38 @@ class FrameEncoder:
         out += self._apply(body, key[turn:] + key[:turn])
 
 
+def _length_64(src: bytes, pos: int) -> tuple[int, int]:
+    """Where the payload of the frame at ``pos`` starts (before any masking key) and
+    its length, read from its 64-bit length field and checked (rule 5); a start past
+    the end of ``src`` when the field is not all here. The 16-bit field, far more
+    common, is read inline."""
+    start = pos + 10
+    if start > len(src):
+        return start, 0
+    size = int.from_bytes(src[pos + 2 : start], "big")
+    if size >> 16 == 0:
+        raise WebSocketError(f"a length of {size} in 64 bits (16 suffice)")
+    if size & _TOP_BIT:
+        raise WebSocketError("a 64-bit length with its top bit set")
+    return start, size
+
+
+def _header_error(b0: int, masked: bool) -> WebSocketError:
+    """A frame whose reserved bits are set (rule 1) or whose mask bit is wrong (rule 4)."""
+    if b0 & _RSV:
+        return WebSocketError(f"reserved bits 0x{b0 & _RSV:02x} set in a frame")
+    return WebSocketError(
+        "a client frame that is not masked" if masked else "a server frame that is masked"
+    )
+
+
+def _sequence_error(opcode: int) -> WebSocketError:
+    """A data frame out of its place in a message (rule 6)."""
+    if opcode:
+        return WebSocketError(f"a {OPCODES[opcode]} frame inside a fragmented message")
+    return WebSocketError("a continuation frame with no message open")
+
+
 class FrameDecoder:
     """The peer's frames, checked against the rules; see the module docstring.
 
@@ -297,31 +329,17 @@ class FrameDecoder:
             if size >= _LENGTH_16:
                 if size == _LENGTH_16:
                     start += 2
-                    if start > end:
-                        self._rest = bytes(src[pos:])
-                        break
                     size = int.from_bytes(src[pos + 2 : start], "big")
-                    if size <= MAX_CONTROL:
+                    if size <= MAX_CONTROL and start <= end:
                         raise WebSocketError(f"a length of {size} in 16 bits (7 suffice)")
                 else:
-                    start += 8
-                    if start > end:
-                        self._rest = bytes(src[pos:])
-                        break
-                    size = int.from_bytes(src[pos + 2 : start], "big")
-                    if size >> 16 == 0:
-                        raise WebSocketError(f"a length of {size} in 64 bits (16 suffice)")
-                    if size & _TOP_BIT:
-                        raise WebSocketError("a 64-bit length with its top bit set")
+                    start, size = _length_64(src, pos)
+                if start > end:  # the length is not all here: size is no size yet
+                    self._rest = bytes(src[pos:])
+                    break
             opcode = b0 & 0x0F
-            if b0 & _RSV:
-                raise WebSocketError(f"reserved bits 0x{b0 & _RSV:02x} set in a frame")
-            if b1 & _MASK != mask_bit:
-                raise WebSocketError(
-                    "a client frame that is not masked"
-                    if masked
-                    else "a server frame that is masked"
-                )
+            if b0 & _RSV or b1 & _MASK != mask_bit:
+                raise _header_error(b0, masked)
             key = b""
             if masked:
                 key = src[start : start + 4]
@@ -331,30 +349,15 @@ class FrameDecoder:
                     break
             fin = b0 >= _FIN
             if opcode > BINARY:
-                # a control frame: whole, or kept until it is
-                if opcode not in CONTROL_OPCODES:
-                    raise WebSocketError(f"a frame of the reserved opcode 0x{opcode:x}")
-                if not fin:
-                    raise WebSocketError(f"a fragmented {OPCODES[opcode]} frame")
-                if size > MAX_CONTROL:
-                    raise WebSocketError(f"a {OPCODES[opcode]} frame of {size} bytes (over 125)")
-                stop = start + size
-                if stop > end:
-                    self._rest = bytes(src[pos:])
+                pos = self._control(src, pos, start, size, b0, key, pieces)
+                if pos < 0:
                     break
-                if opcode == CLOSE:
-                    append((CLOSE, bytes(src[pos:stop]), 0, True))
-                    self.closed = True
-                    break
-                payload = src[start:stop]
-                append((opcode, apply(payload, key) if masked else payload, 0, True))
-                pos = stop
                 continue
             if opcode:
                 if in_message:
-                    raise WebSocketError(f"a {OPCODES[opcode]} frame inside a fragmented message")
+                    raise _sequence_error(opcode)
             elif not in_message:
-                raise WebSocketError("a continuation frame with no message open")
+                raise _sequence_error(opcode)
             in_message = not fin
             stop = start + size
             if stop <= end:
@@ -371,6 +374,32 @@ class FrameDecoder:
             pos = self._payload(src, start, pieces)
         self._in_message = in_message
         return pieces
+
+    def _control(
+        self, src: bytes, pos: int, start: int, size: int, b0: int, key: bytes, pieces: list[Piece]
+    ) -> int:
+        """The control frame at ``pos`` (its payload of ``size`` bytes from ``start``,
+        its first byte ``b0``), checked and handed on whole: return where it ends, or
+        -1 when nothing more is read now (it is not all here, and kept until it is;
+        or it is a CLOSE, after which nothing more is read)."""
+        opcode = b0 & 0x0F
+        if opcode not in CONTROL_OPCODES:
+            raise WebSocketError(f"a frame of the reserved opcode 0x{opcode:x}")
+        if b0 < _FIN:
+            raise WebSocketError(f"a fragmented {OPCODES[opcode]} frame")
+        if size > MAX_CONTROL:
+            raise WebSocketError(f"a {OPCODES[opcode]} frame of {size} bytes (over 125)")
+        stop = start + size
+        if stop > len(src):
+            self._rest = bytes(src[pos:])
+            return -1
+        if opcode == CLOSE:
+            pieces.append((CLOSE, bytes(src[pos:stop]), 0, True))
+            self.closed = True
+            return -1
+        payload = src[start:stop]
+        pieces.append((opcode, self._apply(payload, key) if self._masked else payload, 0, True))
+        return stop
 
     def _payload(self, src: bytes, pos: int, pieces: list[Piece]) -> int:
         """The open data frame's payload from ``src[pos:]``: one piece (possibly
