@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -331,7 +332,6 @@ def test_the_checks_see_a_circle_an_import_up_and_one_across() -> None:
     }
 
 
-
 #: the one module that may read trio's private fields
 TRIO_PROBE = PACKAGE / "nursery" / "fastpath" / "trio_probe.py"
 
@@ -469,6 +469,69 @@ def test_the_fast_path_is_one_module_a_job() -> None:
         assert docstring, path.name
         if path.name != "__init__.py":
             assert "TRIZMQ_FASTPATH=0" in docstring and "tests/" in docstring, path.name
+
+
+# -- sizes: what one reader can hold in mind --------------------------------------------
+#: the most ``Any`` may appear in trizmq (as a word, imports included); where a value
+#: is only passed through, ``object`` says so, and an untyped library gets a Protocol
+MAX_ANY = 60
+#: the longest a function may be (``def`` to its last line, docstring included)
+MAX_FUNCTION_LINES = 100
+#: the most lines of code a class may have (its and its methods' docstrings aside)
+MAX_CLASS_CODE_LINES = 600
+
+
+def _docstring_lines(node: ast.AST) -> int:
+    """How many lines the docstring of ``node`` (a class or function) takes."""
+    body = getattr(node, "body", None)
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return (first.end_lineno or first.lineno) - first.lineno + 1
+    return 0
+
+
+def _defined(kinds: tuple[type[ast.stmt], ...]) -> list[tuple[str, ast.stmt]]:
+    """Every definition of these kinds in trizmq, with where it starts."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, kinds):
+                found.append((f"{path.relative_to(PACKAGE)}:{node.lineno}", node))
+    return found
+
+
+def _lines(node: ast.stmt) -> int:
+    return (node.end_lineno or node.lineno) - node.lineno + 1
+
+
+def test_any_is_rare() -> None:
+    count = sum(len(re.findall(r"\bAny\b", path.read_text())) for path in PACKAGE.rglob("*.py"))
+    assert count <= MAX_ANY
+
+
+def test_no_function_is_longer_than_a_screenful_or_two() -> None:
+    long = {
+        where: _lines(node)
+        for where, node in _defined((ast.FunctionDef, ast.AsyncFunctionDef))
+        if _lines(node) > MAX_FUNCTION_LINES
+    }
+    assert not long
+
+
+def test_no_class_is_too_big_to_read() -> None:
+    big = {}
+    for where, node in _defined((ast.ClassDef,)):
+        methods = [
+            n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        code = _lines(node) - _docstring_lines(node) - sum(map(_docstring_lines, methods))
+        if code > MAX_CLASS_CODE_LINES:
+            big[where] = code
+    assert not big
 
 
 if __name__ == "__main__":
