@@ -364,6 +364,20 @@ async def test_udp_datagrams_malformed_and_oversized_are_drops() -> None:
             assert (stats.messages_sent, stats.bytes_sent) == (2, 1 + MAX_DATAGRAM + 1 + 4)
 
 
+async def test_a_udp_datagram_the_os_refuses_to_send_is_an_unsent_drop() -> None:
+    """Linux refuses a datagram to the broadcast address from a socket without
+    SO_BROADCAST (EACCES): each message is lost, as libzmq's, and counted."""
+    with trio.fail_after(30):
+        async with trizmq.Radio(connect="udp://255.255.255.255:5999") as radio:
+            for _ in range(3):
+                await radio.send(b"hello", group=b"g")
+            await until(lambda: radio.stats().drops["unsent"] == 3)
+            stats = radio.stats()
+            assert nonzero(stats.drops) == {"unsent": 3}
+            assert stats.messages_sent == 3  # handed to the peer's queue, then lost
+            assert radio.statistics()["datagrams_dropped"] == 3
+
+
 async def test_curve_counts_the_payload_not_the_boxes() -> None:
     server_public, server_secret = trizmq.curve_keypair()
     public, secret = trizmq.curve_keypair()

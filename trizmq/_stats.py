@@ -48,7 +48,8 @@ __all__ = [
 #: ``router_mandatory``, SERVER, PEER); ``conflate``: a queued message replaced under
 #: ``conflate``; ``disconnect``: messages still queued for, or partly received from, a
 #: peer whose connection ended and whose queue is not kept; ``malformed`` and
-#: ``oversized``: udp datagrams that could not be decoded, or were over ``maxmsgsize``.
+#: ``oversized``: udp datagrams that could not be decoded, or were over ``maxmsgsize``;
+#: ``unsent``: udp datagrams the operating system refused to send (lost, as libzmq's).
 DROP_REASONS: tuple[str, ...] = (
     "hwm",
     "no_route",
@@ -56,6 +57,7 @@ DROP_REASONS: tuple[str, ...] = (
     "disconnect",
     "malformed",
     "oversized",
+    "unsent",
 )
 
 #: Connection events counted per socket. ``accepted``: connections a bound endpoint

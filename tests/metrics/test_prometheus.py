@@ -44,6 +44,7 @@ trizmq_messages_dropped_total{reason="conflate",socket="ticks",type="PUB"} 0.0
 trizmq_messages_dropped_total{reason="disconnect",socket="ticks",type="PUB"} 2.0
 trizmq_messages_dropped_total{reason="malformed",socket="ticks",type="PUB"} 0.0
 trizmq_messages_dropped_total{reason="oversized",socket="ticks",type="PUB"} 0.0
+trizmq_messages_dropped_total{reason="unsent",socket="ticks",type="PUB"} 0.0
 # HELP trizmq_messages_filtered_total Messages a pattern did not deliver by design (a SUB or DISH filter): not drops.
 # TYPE trizmq_messages_filtered_total counter
 trizmq_messages_filtered_total{socket="ticks",type="PUB"} 0.0

@@ -70,7 +70,11 @@ __all__ = ["DROPS_AT_HWM", "SocketCounts", "peer_stats"]
 DROPS_AT_HWM = frozenset({"PUB", "XPUB", "RADIO", "REP", "ROUTER", "XSUB"})
 
 #: the runtime's transport counters that are drops, and their reasons
-_TRANSPORT_DROPS = {"datagrams_malformed": "malformed", "datagrams_oversized": "oversized"}
+_TRANSPORT_DROPS = {
+    "datagrams_malformed": "malformed",
+    "datagrams_oversized": "oversized",
+    "datagrams_unsent": "unsent",
+}
 
 
 def _routing_id(peer: Peer, strategy: SocketStrategy) -> bytes | None:

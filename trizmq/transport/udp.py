@@ -332,6 +332,7 @@ async def _send_datagrams(
                 except OSError as exc:
                     # like libzmq: the datagram is lost, never retried
                     host.count("datagrams_dropped")
+                    host.count("datagrams_unsent")
                     log.debug("%s: udp send failed: %s", peer.endpoint, exc)
         finally:
             peer.writing = False
