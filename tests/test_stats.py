@@ -378,6 +378,40 @@ async def test_a_udp_datagram_the_os_refuses_to_send_is_an_unsent_drop() -> None
             assert radio.statistics()["datagrams_dropped"] == 3
 
 
+async def test_an_xpub_counts_what_its_application_reads_from_its_own_queue() -> None:
+    """An XPUB's application reads subscription notifications and its peers' messages
+    from the socket's own queue: they are queued_in while they wait there, and
+    received (with their bytes) once read."""
+    with trio.fail_after(30):
+        async with (
+            trizmq.XPub(bind="tcp://127.0.0.1:0") as xpub,
+            trizmq.XSub(connect=xpub.statistics()["bound"][0]) as xsub,
+        ):
+            await xsub.send(b"\x01news")  # a subscription: a notification
+            await xsub.send(b"\x01sport")
+            await until(lambda: xpub.stats().queued_in == 2)  # connected both ways
+            await xsub.send_multipart([b"up", b"stream"])  # a message for the XPUB
+            await until(lambda: xpub.stats().queued_in == 3)
+            stats = xpub.stats()
+            assert (stats.messages_received, stats.bytes_received) == (0, 0)
+            assert await xpub.recv() == b"\x01news"
+            stats = xpub.stats()
+            assert (stats.queued_in, stats.messages_received, stats.bytes_received) == (
+                2,
+                1,
+                5,
+            )
+            assert await xpub.recv() == b"\x01sport"
+            assert await xpub.recv_multipart() == [b"up", b"stream"]
+            stats = xpub.stats()
+            assert (stats.queued_in, stats.messages_received, stats.bytes_received) == (
+                0,
+                3,
+                5 + 6 + 8,
+            )
+            assert stats.subscriptions == 2
+
+
 async def test_curve_counts_the_payload_not_the_boxes() -> None:
     server_public, server_secret = trizmq.curve_keypair()
     public, secret = trizmq.curve_keypair()

@@ -13,7 +13,9 @@ messages, bytes sent       a stream's writer and its write-through, the udp send
                            plus what waits there); an inproc link's pipe, as they enter
 received                   the reader, as a read's messages enter the incoming pipe (the
                            codec's ``received_bytes``); the udp receiver; a link's pipe;
-                           less what waits, what was filtered and what was replaced
+                           less what waits, what was filtered and what was replaced; an
+                           XPUB's own queue (its notifications, as the application takes
+                           them; its peers' messages, as they leave it)
 drops ``hwm``              the pipe that refused at its mark (``Pipe.refused``), counted a
                            drop where the type drops (:data:`DROPS_AT_HWM`); a ROUTER's
                            send; a DISH's udp receiver
@@ -54,7 +56,7 @@ from .._stats import (
     SocketStats,
 )
 from ..patterns.sockets.draft import ServerStrategy
-from ..patterns.sockets.pubsub import PubStrategy
+from ..patterns.sockets.pubsub import PubStrategy, XPubStrategy
 from ..patterns.sockets.radiodish import RadioStrategy
 from .pipe import LinkPipe
 
@@ -269,6 +271,14 @@ class SocketCounts:
         drops["no_route"] += strategy.no_route
         for counter, reason in _TRANSPORT_DROPS.items():
             drops[reason] += runtime.counters[counter]
+        received, received_bytes = totals.messages_received, totals.bytes_received
+        queued_in = sum([stats.queued_in for stats in (*peers, *draining)])
+        if isinstance(strategy, XPubStrategy):
+            # its application reads its own queue: peers' messages that wait there are
+            # not received yet, and its subscription notifications are its own
+            received += strategy.notices_taken - strategy.peer_messages_waiting
+            received_bytes += strategy.notice_bytes_taken - strategy.peer_bytes_waiting
+            queued_in += len(strategy.pending)
         subscriptions = refused = 0
         if isinstance(strategy, PubStrategy):
             subscriptions, refused = strategy.subscribers.total, strategy.refused
@@ -277,13 +287,13 @@ class SocketCounts:
         return SocketStats(
             socket_type=socket_type,
             messages_sent=totals.messages_sent,
-            messages_received=totals.messages_received,
+            messages_received=received,
             bytes_sent=totals.bytes_sent,
-            bytes_received=totals.bytes_received,
+            bytes_received=received_bytes,
             drops=drops,
             filtered=totals.filtered + strategy.filtered,
             queued_out=sum([stats.queued_out for stats in peers]),
-            queued_in=sum([stats.queued_in for stats in (*peers, *draining)]),
+            queued_in=queued_in,
             queued_out_peak=totals.queued_out_peak,
             queued_in_peak=totals.queued_in_peak,
             peers=peers,

@@ -443,6 +443,15 @@ class XPubStrategy(PubStrategy):
         #: xpub_welcome_msg: sent to every new subscriber as it connects
         self.welcome = options.xpub_welcome_msg
         self.pending: deque[Message] = deque()
+        #: per item of :attr:`pending`, True for a peer's message, False for a
+        #: subscription notification (the counts tell them apart, nothing else does)
+        self._from_peer: deque[bool] = deque()
+        #: the counts of :attr:`pending` (see trizmq.nursery.counting): a peer's message
+        #: counts as received where it left its peer's pipe, so those still waiting
+        #: here are taken off the socket's figure; a notification is the socket's
+        #: own, counted as the application takes it
+        self.peer_messages_waiting = self.peer_bytes_waiting = 0
+        self.notices_taken = self.notice_bytes_taken = 0
         #: the application queue is bounded by rcvhwm: past it, items wait in their
         #: peers' pipes, whose readers then stop (back-pressure to the XSUB)
         self.hwm = options.rcvhwm
@@ -477,16 +486,20 @@ class XPubStrategy(PubStrategy):
             self.notify([b"\x00" + topic])
 
     def message(self, peer: PeerLike, msg: Message) -> None:
-        self.notify(msg)
+        self.peer_messages_waiting += 1
+        self.peer_bytes_waiting += sum(map(len, msg))
+        self.notify(msg, from_peer=True)
 
     def vanished(self, topics: list[bytes]) -> None:
         for topic in topics:
             self.notify([b"\x00" + topic])
 
-    def notify(self, msg: Message) -> None:
-        """Queue a message for the application and wake a receiver."""
+    def notify(self, msg: Message, from_peer: bool = False) -> None:
+        """Queue a message for the application and wake a receiver: a peer's
+        (``from_peer``) or a subscription notification of the socket's own."""
         was_empty = not self.pending
         self.pending.append(msg)
+        self._from_peer.append(from_peer)
         if was_empty:
             self.readable()
 
@@ -494,6 +507,13 @@ class XPubStrategy(PubStrategy):
         if not self.pending:
             return None
         msg = self.pending.popleft()
+        size = sum(map(len, msg))
+        if self._from_peer.popleft():
+            self.peer_messages_waiting -= 1
+            self.peer_bytes_waiting -= size
+        else:
+            self.notices_taken += 1
+            self.notice_bytes_taken += size
         if self.hwm and len(self.pending) == self.hwm - 1:
             # room again: take up what waited in the pipes
             for peer in list(self.inbound):
