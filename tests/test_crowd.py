@@ -63,6 +63,19 @@ async def looks_per_receive(
         return looks.count / 200
 
 
+async def stop_peers(proc: trio.Process) -> None:
+    """Close the peers' process's stdin (they close and exit) and wait for it, shielded
+    and killing it after 10 s: a failed test leaves no crowd running into the next."""
+    with trio.CancelScope(shield=True):
+        assert proc.stdin is not None
+        await proc.stdin.aclose()
+        with trio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 @pytest.mark.parametrize(
     ("receiver", "sender"),
     [(trizmq.Pull, trizmq.Push), (trizmq.Router, trizmq.Dealer), (trizmq.Sub, trizmq.Pub)],
@@ -172,9 +185,7 @@ async def test_a_crowd_of_connections_costs_one_descriptor_each() -> None:
                     # (with a duplicate per connection this was 2 x peers)
                     assert peers <= fds() - before <= peers + 3
                 finally:
-                    assert proc.stdin is not None
-                    await proc.stdin.aclose()
-                    await proc.wait()
+                    await stop_peers(proc)
 
 
 async def test_a_connected_peer_keeps_nothing_of_its_handshake() -> None:
@@ -210,9 +221,7 @@ async def test_a_connected_peer_keeps_nothing_of_its_handshake() -> None:
                 per_peer = (len(objects) - before) / peers
                 assert per_peer <= 100, per_peer
             finally:
-                assert proc.stdin is not None
-                await proc.stdin.aclose()
-                await proc.wait()
+                await stop_peers(proc)
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
@@ -337,6 +346,4 @@ async def test_a_burst_of_peers_larger_than_the_handshake_slots_loses_nobody() -
                         got.add(int(body))
                 assert got == set(range(peers))
             finally:
-                assert proc.stdin is not None
-                await proc.stdin.aclose()
-                await proc.wait()
+                await stop_peers(proc)
