@@ -90,11 +90,17 @@ prometheus:
 # protocol core's and routing's tests, tests/zmtp and tests/patterns: synchronous, no
 # trio); the CLI's and the fresh-project plugin's tests (the same sockets in
 # subprocesses, mostly start-up time); and the benchmark and soak smoke tests
-# (harnesses, timed by their own deadlines, which sharing the CPUs would stretch).
+# (harnesses, timed by their own deadlines, which sharing the CPUs would stretch); and
+# the burst of 600 peers against 20 handshake slots, which holds only while each
+# handshake ends within the slots' 0.1 s eviction grace: with three suites and Spark
+# side by side on two busy cores it does not, and messages are lost as
+# docs/security.md says they can be ("the grace is a time, not a guarantee"). It runs
+# in the first run, where nothing else shares the CPUs.
 SECOND_RUN_SKIPS := --ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
 	--ignore=tests/test_benchmarks_smoke.py --ignore=tests/test_soak_smoke.py \
 	--ignore=tests/testing/test_fresh_project.py --ignore=tests/zmtp --ignore=tests/patterns \
-	--deselect tests/test_docs_build.py
+	--deselect tests/test_docs_build.py \
+	--deselect tests/test_crowd.py::test_a_burst_of_peers_larger_than_the_handshake_slots_loses_nobody
 # the reports of the runs with the fast path off and on the oldest trio, shown once
 # the Spark tests are done
 FASTPATH_OFF_LOG := .pytest-fastpath-off.log
