@@ -63,7 +63,7 @@ from nacl.utils import random
 
 from .commands import READY
 from .errors import ProtocolError
-from .events import Event
+from .events import Received
 from .frames import COMMAND, MORE
 from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
 from .metadata import decode_metadata, encode_metadata
@@ -479,7 +479,7 @@ class _CurveMechanism(Mechanism):
         src: bytes,
         pos: int,
         limit: int,
-        events: list[Event | list[bytes] | bytes],
+        events: list[Received],
         bare: bool,
     ) -> tuple[int, int, bytes | None]:
         """The reader's loop over a read's MESSAGE frames with short headers, opened in

@@ -47,7 +47,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .events import Event
+from .events import Received
 from .frames import MORE
 
 __all__ = ["Command", "Mechanism", "ZapReply", "ZapRequest", "zap_metadata", "zap_refusal"]
@@ -168,7 +168,7 @@ class Mechanism(abc.ABC):
         src: bytes,
         pos: int,
         limit: int,
-        events: list[Event | list[bytes] | bytes],
+        events: list[Received],
         bare: bool,
     ) -> tuple[int, int, bytes | None]:
         """Unwrap the wrapped frames with short headers from ``src[pos]`` on in one
