@@ -5,6 +5,10 @@ connects. libzmq's ws engine is the peer that proves the mapping of RFC 45 (the
 subprotocol choice, one WebSocket message per frame with its flag byte, no greeting),
 and its quirks: subscriptions as ``\\x01topic`` messages, heartbeats as WebSocket
 PING/PONG frames.
+
+A libzmq sender whose messages trizmq only receives runs with ``--stay``: without it
+peer.js exits 100 ms after its last send, and what libzmq has not written by then
+(a ws handshake on a loaded machine takes longer) is lost with the process.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ async def test_node_push_to_trizmq_pull_over_ws() -> None:
     with trio.fail_after(15):
         async with trizmq.Pull(bind="ws://127.0.0.1:0/zmq") as pull:
             endpoint = pull.statistics()["bound"][0]
-            async with node_peer("--type", "push", "--connect", endpoint, "--send", "5"):
+            async with node_peer("--type", "push", "--connect", endpoint, "--send", "5", "--stay"):
                 got = [await pull.recv() for _ in range(5)]
     assert got == [b"msg %d" % i for i in range(5)]
 
@@ -170,7 +174,7 @@ async def test_node_plain_client_to_trizmq_plain_server_over_ws() -> None:
             trizmq.Pull(security=trizmq.PlainServer(), bind="ws://127.0.0.1:0") as pull,
         ):
             endpoint = pull.statistics()["bound"][0]
-            args = ("--type", "push", "--connect", endpoint, "--send", "2")
+            args = ("--type", "push", "--connect", endpoint, "--send", "2", "--stay")
             plain = ("--plain-user", "admin", "--plain-password", "secret")
             async with node_peer(*args, *plain):
                 assert [await pull.recv() for _ in range(2)] == [b"msg 0", b"msg 1"]
@@ -201,7 +205,7 @@ async def test_node_curve_client_to_trizmq_curve_server_over_ws() -> None:
             curve = ("--curve-server-key", server_public.decode())
             curve += ("--curve-public", client_public.decode())
             curve += ("--curve-secret", client_secret.decode())
-            args = ("--type", "push", "--connect", endpoint, "--send", "2")
+            args = ("--type", "push", "--connect", endpoint, "--send", "2", "--stay")
             async with node_peer(*args, *curve):
                 assert [await pull.recv() for _ in range(2)] == [b"msg 0", b"msg 1"]
 
@@ -240,12 +244,13 @@ async def test_heartbeats_are_websocket_pings_libzmq_answers(side: str) -> None:
         if side == "trizmq-binds":
             async with trizmq.Pull(bind="ws://127.0.0.1:0", **options) as pull:
                 endpoint = pull.statistics()["bound"][0]
-                args = ("--type", "push", "--connect", endpoint, "--send", "3")
+                args = ("--type", "push", "--connect", endpoint, "--send", "3", "--stay")
                 async with node_peer(*args, "--interval", "300"):
                     seen = await receive_watching(pull)
         else:
             endpoint = node_endpoint()
             args = ("--type", "push", "--bind", endpoint, "--send", "3", "--interval", "300")
+            args += ("--stay",)
             async with node_peer(*args) as peer:
                 await peer.ready()
                 async with trizmq.Pull(connect=endpoint, **options) as pull:
@@ -282,12 +287,13 @@ async def test_trizmq_answers_the_websocket_pings_of_a_heartbeating_libzmq_peer(
         if side == "trizmq-binds":
             async with trizmq.Pull(bind="ws://127.0.0.1:0") as pull:
                 endpoint = pull.statistics()["bound"][0]
-                args = ("--type", "push", "--connect", endpoint, "--send", "3")
+                args = ("--type", "push", "--connect", endpoint, "--send", "3", "--stay")
                 async with node_peer(*args, "--interval", "300", *heartbeat):
                     seen = await receive_watching(pull)
         else:
             endpoint = node_endpoint()
             args = ("--type", "push", "--bind", endpoint, "--send", "3", "--interval", "300")
+            args += ("--stay",)
             async with node_peer(*args, *heartbeat) as peer:
                 await peer.ready()
                 async with trizmq.Pull(connect=endpoint) as pull:
