@@ -32,6 +32,8 @@ def test_the_hot_paths_run_the_check_inline(name: str) -> None:
     assert code.co_firstlineno == first
     assert "self._cancel_pending()" in "".join(source)  # the source keeps the call
     assert method.__qualname__ == f"Socket.{name}"
+    # what a profiler or a traceback names (the code's own, on Python 3.11+)
+    assert getattr(code, "co_qualname", f"Socket.{name}") == f"Socket.{name}"
     assert method.__module__ == "trizmq._socket"
     # the docstring as written, indentation and all
     (definition,) = ast.parse("if 1:\n" + "".join(source)).body[0].body  # type: ignore[attr-defined]

@@ -204,6 +204,10 @@ def _inlined(method: Callable[..., Any]) -> Callable[..., Any] | None:
     exec(compiled, method.__globals__, namespace)
     inlined: Callable[..., Any] = namespace[method.__name__]
     inlined.__qualname__ = method.__qualname__
+    if hasattr(code, "co_qualname"):  # Python 3.11: what profilers and tracebacks name
+        # a keyword mypy, checking against Python 3.10, would not know as one
+        qualname = {"co_qualname": code.co_qualname}
+        inlined.__code__ = inlined.__code__.replace(**qualname)
     inlined.__module__ = method.__module__
     inlined.__doc__ = method.__doc__  # as indented in the class (the source was dedented)
     return inlined
