@@ -13,9 +13,9 @@ trio run, the best of ``--runs`` runs (interference only ever adds time), and wi
 Each ratio is printed from the best and from the median of the rounds.
 
 Cases: PUSH/PULL inproc 64 B, tcp 16 B, 64 B, 300 B, 4 KiB, ipc 300 B; a PUB with 1
-and 4 SUBs (tcp, 64 B); REQ/REP and DEALER/ROUTER round trips (tcp, 64 B); CURVE
-PUSH/PULL 64 B and 4 KiB; a pyzmq PUSH (another process) into a trizmq PULL (the
-PULL's CPU only).
+and 4 SUBs (tcp, 64 B); REQ/REP and DEALER/ROUTER round trips (tcp, 64 B); a CURVE
+REQ/REP round trip (64 B); CURVE PUSH/PULL 64 B and 4 KiB; a pyzmq PUSH (another
+process) into a trizmq PULL (the PULL's CPU only).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ CASES = [
     "pub4",
     "reqrep",
     "dealerrouter",
+    "curvereqrep",
     "curve64",
     "curve4k",
     "libzmq2trizmq",
@@ -109,9 +110,22 @@ def measure(case: str, n: int) -> float:
                     await pub.send(payload)
             return (time.process_time() - start) / n * 1e9
 
-    async def roundtrip(kind: str) -> float:
-        server = trizmq.Rep() if kind == "reqrep" else trizmq.Router()
-        client = trizmq.Req() if kind == "reqrep" else trizmq.Dealer()
+    def curve_pair() -> dict[str, dict[str, Any]]:
+        server_public, server_secret = trizmq.curve_keypair()
+        public, secret = trizmq.curve_keypair()
+        return {
+            "server": {"security": trizmq.CurveServer(secret_key=server_secret)},
+            "client": {
+                "security": trizmq.CurveClient(
+                    server_key=server_public, public_key=public, secret_key=secret
+                )
+            },
+        }
+
+    async def roundtrip(kind: str, **security: dict[str, Any]) -> float:
+        served, sent = security.get("server", {}), security.get("client", {})
+        server = trizmq.Rep(**served) if kind == "reqrep" else trizmq.Router(**served)
+        client = trizmq.Req(**sent) if kind == "reqrep" else trizmq.Dealer(**sent)
         count = max(1, n // 10)
         async with server, client:
             await client.connect(await server.bind("tcp://127.0.0.1:0"))
@@ -132,17 +146,7 @@ def measure(case: str, n: int) -> float:
                 return (time.process_time() - start) / count * 1e9
 
     async def curve(size: int) -> float:
-        server_public, server_secret = trizmq.curve_keypair()
-        public, secret = trizmq.curve_keypair()
-        security = {
-            "server": {"security": trizmq.CurveServer(secret_key=server_secret)},
-            "client": {
-                "security": trizmq.CurveClient(
-                    server_key=server_public, public_key=public, secret_key=secret
-                )
-            },
-        }
-        return await pushpull("tcp://127.0.0.1:0", size, **security)
+        return await pushpull("tcp://127.0.0.1:0", size, **curve_pair())
 
     async def from_libzmq() -> float:
         async with trizmq.Pull() as pull:
@@ -170,6 +174,7 @@ def measure(case: str, n: int) -> float:
             "pub4": lambda: pubsub(4),
             "reqrep": lambda: roundtrip("reqrep"),
             "dealerrouter": lambda: roundtrip("dealerrouter"),
+            "curvereqrep": lambda: roundtrip("reqrep", **curve_pair()),
             "curve64": lambda: curve(64),
             "curve4k": lambda: curve(4096),
             "libzmq2trizmq": from_libzmq,

@@ -7,9 +7,13 @@ that every quick row ran and produced positive numbers.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,3 +174,43 @@ def test_curve_rows_measure_both_libraries(tmp_path: Path) -> None:
     [row] = json.loads(out.read_text())["rows"]
     assert row["id"] == "curve-pushpull-tcp-64"
     assert all(cell["median"] > 0 for cell in row["cells"].values()), row
+
+
+def test_samecode_sees_a_change_of_code_and_not_a_rename_or_a_move(tmp_path: Path) -> None:
+    """``python -m benchmarks.samecode``: bytecode compared without line numbers and
+    local names; a copy of the tree shows nothing changed, traced or not."""
+    from benchmarks.samecode import canonical
+
+    def code_of(source: str) -> Any:
+        namespace: dict[str, Any] = {}
+        exec(compile(source, "<test>", "exec"), namespace)
+        return namespace["f"].__code__
+
+    base = code_of("def f(a):\n    b = [a + x for x in a]\n    return b\n")
+    renamed = code_of("\n\ndef f(a):\n    c = [a + y for y in a]\n    return c\n")
+    edited = code_of("def f(a):\n    b = [a + x for x in a]\n    return b, 1\n")
+    assert canonical(base) == canonical(renamed)
+    assert canonical(base) != canonical(edited)
+
+    shutil.copytree(ROOT / "trizmq", tmp_path / "trizmq")
+    argv = [sys.executable, "-m", "benchmarks.samecode", "--compare", str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert " 0 listed" in done.stdout, done.stdout
+    argv += ["--trace", "inproc64", "-n", "2000"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("inproc64, 2000 messages:"), done.stdout
+    assert "| changed |" not in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
+def test_instructions_counts_a_message() -> None:
+    """``python -m benchmarks.instructions``: callgrind's count, start-up cancelled."""
+    argv = [sys.executable, "-m", "benchmarks.instructions", "--only", "inproc64"]
+    argv += ["-n", "500", "--repeats", "1"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("| inproc64 |")]
+    per_message = int(row.split("|")[2].replace(",", ""))
+    assert 1_000 < per_message < 1_000_000, row
