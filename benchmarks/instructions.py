@@ -43,7 +43,11 @@ def instructions(tree: str, case: str, n: int) -> int:
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
         argv += [sys.executable, "-m", "benchmarks.cpu", "--run", case, "-n", str(n)]
         argv += ["--runs", "1", "--tree", tree]
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=here, timeout=3600)
+        # one hash seed for every run: with a random one, dicts and sets lay out
+        # differently from run to run, and start-up (a billion instructions) varies
+        # by a few hundred thousand, which would not cancel out
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=here, timeout=3600, env=env)
         found = re.search(r"Collected : (\d+)", done.stderr)
         if done.returncode or not found:
             raise SystemExit(f"{case} in {tree} failed:\n{done.stderr[-2000:]}")
