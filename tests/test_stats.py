@@ -531,3 +531,38 @@ async def test_request_reply_envelopes_count_their_frames(endpoint: str) -> None
     assert (answered.messages_received, answered.bytes_received) == (len(bodies), request)
     assert (answered.messages_sent, answered.bytes_sent) == (len(bodies), reply)
     assert (asked.messages_received, asked.bytes_received) == (len(bodies), reply)
+
+
+async def test_curve_request_reply_counts_each_lone_message_exactly() -> None:
+    """A round trip writes each message through on its own (the sending task's
+    write-through): its payload is worked out from its boxed wire form, exact on both
+    sides of the size where a CURVE frame's header grows (a box of 256 bytes, a
+    payload of 223), and a queue that only ever held one message peaks at 1."""
+    server_public, server_secret = trizmq.curve_keypair()
+    public, secret = trizmq.curve_keypair()
+    client = trizmq.CurveClient(server_key=server_public, public_key=public, secret_key=secret)
+    bodies = [b"b" * size for size in (0, 1, 100, 190, 221, 222, 223, 224, 230, 300, 5000)]
+    with trio.fail_after(30):
+        async with (
+            trizmq.Rep(security=trizmq.CurveServer(secret_key=server_secret)) as rep,
+            trizmq.Req(security=client) as req,
+        ):
+            await req.connect(await rep.bind("tcp://127.0.0.1:0"))
+
+            async def serve() -> None:
+                for _ in bodies:
+                    await rep.send_multipart([b"re:", *await rep.recv_multipart()])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve)
+                for body in bodies:
+                    await req.send(body)
+                    assert await req.recv_multipart() == [b"re:", body]
+            asked, answered = req.stats(), rep.stats()
+    request = sum(len(body) for body in bodies)  # REQ's empty delimiter weighs nothing
+    reply = request + 3 * len(bodies)
+    assert (asked.messages_sent, asked.bytes_sent) == (len(bodies), request)
+    assert (answered.messages_received, answered.bytes_received) == (len(bodies), request)
+    assert (answered.messages_sent, answered.bytes_sent) == (len(bodies), reply)
+    assert (asked.messages_received, asked.bytes_received) == (len(bodies), reply)
+    assert asked.queued_out_peak == answered.queued_out_peak == 1

@@ -175,9 +175,8 @@ class ConnectionActor:
                 pipe = self.peer.in_pipe
                 pipe.extend(events)
                 pipe.passed += len(events)
-                count = len(pipe._items)
-                if count > pipe.peak:
-                    pipe.peak = count
+                if len(pipe._items) > pipe.peak:  # rare: the length taken again then
+                    pipe.peak = len(pipe._items)
             return
         self._commands_seen = seen
         self.deliver(events)

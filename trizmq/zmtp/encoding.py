@@ -137,6 +137,17 @@ class TrafficEncoder:
             return encode_plain_into
         return self.encode_message_into
 
+    def short_frame_overhead(self) -> int | None:
+        """What each frame of a message adds around its payload on the wire when every
+        frame is short (then, and only then, the message's wire form is under 265
+        bytes): its 2-byte header, and what the mechanism wraps around the frame
+        (CURVE's MESSAGE head, nonce and MAC, and the inner flags: 33). None before
+        the handshake is complete. A frame whose wire body reaches 256 bytes has a
+        9-byte header, so a message holding one is 265 bytes or more."""
+        if self._state is not State.TRAFFIC:
+            return None
+        return 2 + self._mechanism.overhead if self._wrapped else 2
+
     def encode_messages_into(self, out: bytearray, messages: Iterable[Sequence[Buffer]]) -> None:
         """Append the wire form of every message to ``out`` (each must have a frame)."""
         self._require_traffic()

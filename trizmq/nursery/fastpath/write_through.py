@@ -33,7 +33,7 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from ...patterns.sockets.base import Fanout
-from ...zmtp.encoding import Buffer, encode_plain_into
+from ...zmtp.encoding import Buffer
 from ..waiters import Waiters
 from .framing import BIG_FRAME, RUN_BYTES, _short_headers, _split_sent, leading_runs, run_sealer
 
@@ -77,10 +77,10 @@ class RawOutput:
     __slots__ = (
         "_encode_into",
         "_fast",
+        "_framing",
         "_idle",
         "_parked",
         "_pipe",
-        "_plain",
         "_share",
         "actor",
         "raw",
@@ -98,8 +98,10 @@ class RawOutput:
         #: do a publisher's shared encodings (Fanout wires) fit this connection?
         self._share = codec.shares_encoding
         self._encode_into = codec.message_encoder()
-        #: unencrypted ZMTP: a message under 265 bytes has only 2-byte headers
-        self._plain = self._encode_into is encode_plain_into
+        #: what a frame of a message under 265 bytes adds around its payload on the
+        #: wire, where the codec knows it (ZMTP: its header, and CURVE's box), else 0
+        overhead = getattr(codec, "short_frame_overhead", None)
+        self._framing: int = (overhead() if callable(overhead) else None) or 0
 
     @property
     def zero_copy(self) -> bool:
@@ -334,12 +336,12 @@ class RawOutput:
         pipe.passed += 1
         if fanout is not None:
             pipe.octets += fanout.size
-        elif self._plain and len(buf) < 265:
-            pipe.octets += len(buf) - 2 * len(frames)  # every header short: 2 bytes
+        elif len(buf) < 265 and self._framing:
+            pipe.octets += len(buf) - self._framing * len(frames)  # every frame short
         else:
             pipe.octets += sum(map(len, frames))
-        if len(items) > pipe.peak:
-            pipe.peak = len(items)
+        if not pipe.peak:
+            pipe.peak = 1  # the message was queued alone, to an empty pipe
         if sent < len(buf):
             # the rest belongs to this connection only: never resent on another
             items[0] = bytes(buf[sent:])
