@@ -172,11 +172,7 @@ class ConnectionActor:
         seen = self.codec.commands_parsed
         if seen == self._commands_seen:
             if events:
-                pipe = self.peer.in_pipe
-                pipe.extend(events)
-                pipe.passed += len(events)
-                if len(pipe._items) > pipe.peak:  # rare: the length taken again then
-                    pipe.peak = len(pipe._items)
+                self.peer.in_pipe.extend_counted(events)
             return
         self._commands_seen = seen
         self.deliver(events)

@@ -82,6 +82,7 @@ class RawOutput:
         "_parked",
         "_pipe",
         "_share",
+        "_short_below",
         "actor",
         "raw",
     )
@@ -102,6 +103,9 @@ class RawOutput:
         #: wire, where the codec knows it (ZMTP: its header, and CURVE's box), else 0
         overhead = getattr(codec, "short_frame_overhead", None)
         self._framing: int = (overhead() if callable(overhead) else None) or 0
+        #: a message's wire form under this many bytes has short frames only (265
+        #: where :attr:`_framing` is known, 0 where it is not: never)
+        self._short_below = 265 if self._framing else 0
 
     @property
     def zero_copy(self) -> bool:
@@ -334,15 +338,16 @@ class RawOutput:
         # it left the queue (whole, or begun): counted as the writer counts
         pipe = self._pipe
         pipe.passed += 1
+        wire = len(buf)
         if fanout is not None:
             pipe.octets += fanout.size
-        elif len(buf) < 265 and self._framing:
-            pipe.octets += len(buf) - self._framing * len(frames)  # every frame short
+        elif wire < self._short_below:
+            pipe.octets += wire - self._framing * len(frames)  # every frame short
         else:
             pipe.octets += sum(map(len, frames))
         if not pipe.peak:
             pipe.peak = 1  # the message was queued alone, to an empty pipe
-        if sent < len(buf):
+        if sent < wire:
             # the rest belongs to this connection only: never resent on another
             items[0] = bytes(buf[sent:])
             return False
