@@ -15,7 +15,10 @@ median of ``--repeats`` pairs; the pairs of a tree differ by well under 1 % (wha
 sockets read at once varies with timing, and with it the batching).
 
 Valgrind runs the interpreter about 50 times slower; the runs go two at a time
-(``--jobs``), and load from other work does not change what they count.
+(``--jobs``), and load from other work does not change what they count. It does
+change what large messages cost: how the kernel splits a stream of 4 KiB messages
+into reads, and how many a write takes, follows the timing, and that case's count
+moves by ±10 % from one sitting to the next. Read those in CPU time.
 """
 
 from __future__ import annotations
