@@ -1,7 +1,7 @@
 """Instructions a message costs, counted by valgrind: a change's cost where time is noise.
 
-    python -m benchmarks.instructions --compare /tmp/before
-    python -m benchmarks.instructions --compare /tmp/before --only curvereqrep --only pub1
+    python -m benchmarks.instructions --compare ../before
+    python -m benchmarks.instructions --compare ../before --only curvereqrep --only pub1
 
 On a shared machine, wall-clock rows move by ±10 % from run to run and CPU time by a
 few percent; a bar of 2 or 3 % is below both. The number of instructions the CPU

@@ -1,7 +1,7 @@
 """Which functions a change of structure changed, and how often a benchmark runs them.
 
-    python -m benchmarks.samecode --compare /tmp/before               # every function
-    python -m benchmarks.samecode --compare /tmp/before --trace inproc64 -n 20000
+    python -m benchmarks.samecode --compare ../before               # every function
+    python -m benchmarks.samecode --compare ../before --trace inproc64 -n 20000
 
 A change of structure (files split, code moved between modules, names of locals
 changed) should leave the code the hot paths run as it was; wall-clock benchmarks on a
