@@ -46,6 +46,14 @@ def payload(messages: list[list[bytes]]) -> int:
     return sum(len(frame) for msg in messages for frame in msg)
 
 
+def curve_pair() -> tuple[trizmq.CurveServer, trizmq.CurveClient]:
+    """A CURVE server's security and a client's that trusts it, fresh keys each."""
+    server_public, server_secret = trizmq.curve_keypair()
+    public, secret = trizmq.curve_keypair()
+    client = trizmq.CurveClient(server_key=server_public, public_key=public, secret_key=secret)
+    return trizmq.CurveServer(secret_key=server_secret), client
+
+
 def only_peer(stats: SocketStats) -> PeerStats:
     assert len(stats.peers) == 1, stats.peers
     return stats.peers[0]
@@ -413,13 +421,11 @@ async def test_an_xpub_counts_what_its_application_reads_from_its_own_queue() ->
 
 
 async def test_curve_counts_the_payload_not_the_boxes() -> None:
-    server_public, server_secret = trizmq.curve_keypair()
-    public, secret = trizmq.curve_keypair()
-    client = trizmq.CurveClient(server_key=server_public, public_key=public, secret_key=secret)
+    server, client = curve_pair()
     messages = [[b"c" * (i % 250)] for i in range(2000)] + [[b"multi", b"part"], [b"y" * 5000]]
     with trio.fail_after(30):
         async with (
-            trizmq.Pull(security=trizmq.CurveServer(secret_key=server_secret)) as pull,
+            trizmq.Pull(security=server) as pull,
             trizmq.Push(security=client) as push,
         ):
             await push.connect(await pull.bind("tcp://127.0.0.1:0"))
@@ -538,13 +544,11 @@ async def test_curve_request_reply_counts_each_lone_message_exactly() -> None:
     write-through): its payload is worked out from its boxed wire form, exact on both
     sides of the size where a CURVE frame's header grows (a box of 256 bytes, a
     payload of 223), and a queue that only ever held one message peaks at 1."""
-    server_public, server_secret = trizmq.curve_keypair()
-    public, secret = trizmq.curve_keypair()
-    client = trizmq.CurveClient(server_key=server_public, public_key=public, secret_key=secret)
+    server, client = curve_pair()
     bodies = [b"b" * size for size in (0, 1, 100, 190, 221, 222, 223, 224, 230, 300, 5000)]
     with trio.fail_after(30):
         async with (
-            trizmq.Rep(security=trizmq.CurveServer(secret_key=server_secret)) as rep,
+            trizmq.Rep(security=server) as rep,
             trizmq.Req(security=client) as req,
         ):
             await req.connect(await rep.bind("tcp://127.0.0.1:0"))

@@ -329,6 +329,9 @@ class _FakeConn:
 
         return encode
 
+    def short_frame_overhead(self) -> int | None:
+        return 1  # the one length byte before each frame
+
 
 class _HalfSocket:
     """A RawSocket whose kernel takes half of the first write and nothing after."""

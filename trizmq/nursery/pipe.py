@@ -252,16 +252,12 @@ class Pipe:
         """:meth:`extend` with messages that enter, counted as they do (:attr:`passed`,
         :attr:`peak`): a reader's hand-over of what one read parsed, in one call."""
         items = self._items
-        self.passed += len(batch)
-        if items:
-            items.extend(batch)
-            if len(items) > self.peak:
-                self.peak = len(items)
-            return
+        was_empty = not items
         items.extend(batch)
-        if len(batch) > self.peak:
-            self.peak = len(batch)
-        if batch:
+        self.passed += len(batch)
+        if len(items) > self.peak:
+            self.peak = len(items)
+        if was_empty and items:
             self._became_readable()
 
     def popleft(self) -> object:

@@ -71,6 +71,9 @@ class RawConnection:
     def message_encoder(self) -> Callable[[bytearray, Sequence[Buffer]], None]:
         return _encode_raw
 
+    def short_frame_overhead(self) -> int | None:
+        return None  # no ZMTP frames: the payload is summed
+
     # no commands on a raw connection: what would carry them is nothing but bytes
     def encode_subscribe(self, topic: bytes) -> bytes:
         return b""

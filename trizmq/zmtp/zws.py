@@ -626,6 +626,11 @@ class ZwsConnection:
             return self._encode_wrapped_into
         return self._encode_plain_into
 
+    def short_frame_overhead(self) -> int | None:
+        """None: a WebSocket frame's header depends on the payload's length and on
+        the side (a client masks), so the payload is summed."""
+        return None
+
     def _encode_plain_into(self, out: bytearray, frames: Sequence[Buffer]) -> None:
         if self._closing:
             return

@@ -100,12 +100,12 @@ class RawOutput:
         self._share = codec.shares_encoding
         self._encode_into = codec.message_encoder()
         #: what a frame of a message under 265 bytes adds around its payload on the
-        #: wire, where the codec knows it (ZMTP: its header, and CURVE's box), else 0
-        overhead = getattr(codec, "short_frame_overhead", None)
-        self._framing: int = (overhead() if callable(overhead) else None) or 0
-        #: a message's wire form under this many bytes has short frames only (265
-        #: where :attr:`_framing` is known, 0 where it is not: never)
-        self._short_below = 265 if self._framing else 0
+        #: wire (ZMTP: its header, and CURVE's box), and the wire size under which a
+        #: message's payload is worked out from it: 265, or 0 (never) where the codec
+        #: has no such constant
+        framing = codec.short_frame_overhead()
+        self._framing = framing or 0
+        self._short_below = 0 if framing is None else 265
 
     @property
     def zero_copy(self) -> bool:
