@@ -16,7 +16,7 @@ binding (zeromq.js, the interop tests' peer) adds a JavaScript promise per messa
 on both ends, so its figures would measure zeromq.js, not the transport.
 
 After the table, the codecs alone (no I/O), µs per one-frame message of 64 B and
-4 KiB: trizmq's frame codec (``trizmq.zmtp.wsframes``: a binary frame written and
+4 KiB: trizmq's frame codec (``trizmq.zmtp.rfc6455``: a binary frame written and
 read, masked from a client, unmasked from a server), the whole ZWS codec
 (``ZwsConnection``: a message encoded, and a read of them parsed to messages), and
 wsproto, which framed and masked before issue 42, for comparison; next to them the
@@ -115,7 +115,7 @@ def frame_codec_alone(size: int, count: int) -> dict[str, float]:
     """µs per binary frame of ``size`` + 1 payload bytes (a ZWS flag byte, then the
     body) in trizmq's frame codec alone: written (64 frames a buffer) and read, each
     side."""
-    from trizmq.zmtp.wsframes import FrameDecoder, FrameEncoder
+    from trizmq.zmtp.rfc6455 import FrameDecoder, FrameEncoder
 
     body = b"x" * size
     out: dict[str, float] = {}
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     tcp_4k = next(r["tcp"] for r in rows if r["id"] == "pushpull-4k")
     budget = 1e6 / (0.5 * tcp_4k) if tcp_4k == tcp_4k and tcp_4k else float("nan")
     print(f"\nthe 0.5x bar leaves {budget:.1f} µs per side at 4 KiB; µs per message:")
-    print_codec("frame codec alone (trizmq.zmtp.wsframes):", frames)
+    print_codec("frame codec alone (trizmq.zmtp.rfc6455):", frames)
     print_codec("ZWS codec (ZwsConnection, frames to messages):", zws)
     print_codec("wsproto alone (before issue 42):", alone)
     if args.json:

@@ -57,7 +57,7 @@ nitpick_ignore_regex = [
                r"contextlib|logging|socket|enum|os|types|_typeshed|outcome)(\..*)?"),
     (r"py:.*", r"(TypeAlias|Self|EllipsisType|NoneType|Ellipsis)"),
     # Internal types that show up in public signatures and base-class lists
-    # (``trizmq._sockets._SinglePart``, ``trizmq.zmtp.mechanism.Mechanism`` ...): the
+    # (``trizmq._socket_classes._SinglePart``, ``trizmq.zmtp.mechanism.Mechanism`` ...): the
     # site documents the public API only. A public name reached through its private
     # module is resolved to its public page by _missing_reference below instead.
     (r"py:(class|obj|data)", r"trizmq\.(.+\.)?_\w+(\..*)?"),

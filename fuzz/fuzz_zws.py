@@ -39,7 +39,7 @@ with atheris.instrument_imports(include=["trizmq.zmtp"]):
         SubscriptionRefused,
         ZapReply,
     )
-    from trizmq.zmtp.wsframes import FrameEncoder
+    from trizmq.zmtp.rfc6455 import FrameEncoder
     from trizmq.zmtp.zws import ZwsConnection
 
 from wsproto import ConnectionType, WSConnection

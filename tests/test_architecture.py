@@ -28,7 +28,7 @@ AGNOSTIC = [
     *sorted((PACKAGE / "patterns").rglob("*.py")),
     PACKAGE / "_socket.py",
     PACKAGE / "_lifecycle.py",
-    PACKAGE / "_sockets.py",
+    PACKAGE / "_socket_classes.py",
 ]
 
 
@@ -136,7 +136,7 @@ LAYERS: list[tuple[str, list[tuple[str, list[str]]]]] = [
                     "trizmq",
                     "trizmq._socket",
                     "trizmq._lifecycle",
-                    "trizmq._sockets",
+                    "trizmq._socket_classes",
                     "trizmq._merge",
                     "trizmq._proxy",
                 ],

@@ -21,7 +21,7 @@ from memory_transport import registered
 from trio.testing import wait_all_tasks_blocked
 
 import trizmq
-from trizmq.zmtp.udp import MAX_DATAGRAM, encode_datagram
+from trizmq.zmtp.datagram import MAX_DATAGRAM, encode_datagram
 
 _NAMES = itertools.count()
 

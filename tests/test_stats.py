@@ -344,7 +344,7 @@ async def test_before_entering_every_figure_is_zero_and_a_closed_socket_keeps_it
 
 
 async def test_udp_datagrams_malformed_and_oversized_are_drops() -> None:
-    from trizmq.zmtp.udp import MAX_DATAGRAM, encode_datagram
+    from trizmq.zmtp.datagram import MAX_DATAGRAM, encode_datagram
 
     with trio.fail_after(30):
         async with trizmq.Dish() as dish, trizmq.Radio() as radio:

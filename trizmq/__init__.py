@@ -40,7 +40,7 @@ from ._security import (
     curve_public,
 )
 from ._socket import Socket
-from ._sockets import (
+from ._socket_classes import (
     Channel,
     Client,
     Dealer,

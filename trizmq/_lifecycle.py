@@ -24,7 +24,7 @@ from ._options import Options, changed_options, validate_options
 from ._stats import SocketStats
 from .nursery import fastpath
 from .nursery.fastpath import trio_probe
-from .nursery.fastpath.routing import FastPath
+from .nursery.fastpath.socket_state import FastPath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
 from .patterns.sockets import STRATEGIES, SocketStrategy

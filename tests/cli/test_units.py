@@ -6,7 +6,7 @@ import pytest
 
 from trizmq.cli._common import CAN_RECV, CAN_SEND, SINGLE_PART, SOCKET_TYPES, CliError, parse_side
 from trizmq.cli._keys import load_key, z85_decode, z85_encode
-from trizmq.cli.framing import encode, make_decoder
+from trizmq.cli.stdio_formats import encode, make_decoder
 
 
 def test_type_tables_match_the_socket_strategies() -> None:

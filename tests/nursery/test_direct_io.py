@@ -24,7 +24,7 @@ import zmq
 import trizmq
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath.direct_io import RawSocket
-from trizmq.nursery.fastpath.routing import FastPath
+from trizmq.nursery.fastpath.socket_state import FastPath
 from trizmq.nursery.fastpath.write_through import RawOutput
 from trizmq.nursery.peers import Peer
 from trizmq.nursery.pipe import Pipe

@@ -17,7 +17,7 @@ import zmq
 
 import trizmq
 from trizmq.nursery import fastpath
-from trizmq.nursery.fastpath.routing import FastPath
+from trizmq.nursery.fastpath.socket_state import FastPath
 from trizmq.patterns.sockets.pubsub import PubStrategy
 
 pytestmark = pytest.mark.fastpath

@@ -18,12 +18,12 @@ import trizmq.nursery
 ORDER = [
     {"runtime"},
     {"acceptor", "connecter"},
-    {"connection", "counting"},
+    {"connection_actor", "counting"},
     {"heartbeat", "writer"},
     {"reader"},
     {"fastpath"},
     {"parents"},
-    {"handshake"},
+    {"handshake_io"},
     {"peers", "slots"},
     {"pipe"},
     {"waiters"},
@@ -32,7 +32,7 @@ ORDER = [
 #: inside ``trizmq.nursery.fastpath``, top to bottom (``__init__`` is the package, the
 #: switch): a file names an object of a file above it by a Protocol of what it uses
 FASTPATH_ORDER = [
-    {"routing"},
+    {"socket_state"},
     {"write_through"},
     {"direct_io", "tls_input"},
     {"read_through"},
@@ -150,4 +150,4 @@ def test_fast_path_imports_point_down() -> None:
 def test_the_fast_path_order_check_sees_the_package_and_its_files() -> None:
     # the switch is read off the package; the parts are named by their files
     assert _fastpath_imported(FASTPATH / "trio_probe.py") == {"__init__"}
-    assert _fastpath_imported(FASTPATH / "routing.py") >= {"instrument", "read_through"}
+    assert _fastpath_imported(FASTPATH / "socket_state.py") >= {"instrument", "read_through"}

@@ -14,7 +14,7 @@ import trustme
 import trizmq
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath.tls_input import TlsInput
-from trizmq.nursery.handshake import RECEIVE_SIZE
+from trizmq.nursery.handshake_io import RECEIVE_SIZE
 
 RECORD = 16 * 1024  # the most one TLS record carries
 

@@ -17,7 +17,7 @@ stand_in = types.ModuleType("trizmq")
 stand_in.__path__ = list(spec.submodule_search_locations)
 sys.modules["trizmq"] = stand_in
 import trizmq.patterns
-from trizmq.patterns import backoff, routing, subscriptions, pubsub
+from trizmq.patterns import backoff, routing, subscription_messages, subscriptions
 assert "trio" not in sys.modules, "trio was imported"
 others = sorted(
     name for name in sys.modules

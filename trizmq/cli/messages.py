@@ -2,7 +2,7 @@
 
 Rules:
 
-* Input and output formats are :mod:`trizmq.cli.framing`'s (line, raw,
+* Input and output formats are :mod:`trizmq.cli.stdio_formats`'s (line, raw,
   length-prefixed). ``send`` takes its messages from its arguments when it has
   some, else from stdin until end of input.
 * Address frames: a ROUTER's first frame (the peer's routing id) is written and
@@ -49,9 +49,9 @@ from ._common import (
     plural,
     run,
 )
-from ._security import SecurityPlan, open_security, plan_security, plan_tls, security_options
-from .framing import encode, make_decoder
+from ._security_flags import SecurityPlan, open_security, plan_security, plan_tls, security_options
 from .monitor import format_event
+from .stdio_formats import encode, make_decoder
 
 if TYPE_CHECKING:
     from typing_extensions import NotRequired, Unpack

@@ -23,11 +23,11 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
-from .connection import ConnectionActor
+from .connection_actor import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
-    from .fastpath.routing import FastPath
+    from .fastpath.socket_state import FastPath
     from .parents import AcceptorParent
     from .slots import HandshakeSlot, HandshakeSlots
 

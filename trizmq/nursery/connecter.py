@@ -26,11 +26,11 @@ from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
 from ..patterns.backoff import Backoff, Outcome
-from .connection import ConnectionActor
+from .connection_actor import ConnectionActor
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, StreamTransport
-    from .fastpath.routing import FastPath
+    from .fastpath.socket_state import FastPath
     from .parents import ConnecterParent
     from .peers import Peer
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..zmtp import ProtocolError
     from ..zmtp.connection import Received
     from ..zmtp.encoding import Buffer
-    from .handshake import Zap
+    from .handshake_io import Zap
     from .peers import Peer, PeerTable
     from .pipe import Pipe
     from .slots import HandshakeSlots

@@ -20,7 +20,7 @@ import trio
 
 from ..zmtp import ProtocolError
 from .fastpath.direct_io import _InputEnded
-from .handshake import RECEIVE_SIZE
+from .handshake_io import RECEIVE_SIZE
 
 if TYPE_CHECKING:
     from ..zmtp.connection import Received

@@ -6,7 +6,7 @@ endpoint to its transport (``trizmq.transport``: one table from scheme to
 transport), and closes everything. The work is done by actors with one job each:
 
 * per bound byte-stream endpoint, an **acceptor** (``acceptor.py``), which runs a
-  **connection actor** (``connection.py``: handshake, ZAP, attach, then a reader,
+  **connection actor** (``connection_actor.py``: handshake, ZAP, attach, then a reader,
   a writer and a heartbeat task in the connection's own cancel scope) per peer;
 * per connected byte-stream endpoint, a **connecter** (``connecter.py``), which
   connects, runs a connection actor, and reconnects with back-off;
@@ -40,7 +40,7 @@ from ..transport import MessageTransport, transport_for
 from .acceptor import run_acceptor
 from .connecter import Connecter
 from .counting import SocketCounts
-from .handshake import Zap
+from .handshake_io import Zap
 from .peers import Peer, PeerTable
 from .pipe import Pipe, pipes_for
 from .slots import HandshakeSlots
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .._stats import SocketStats
     from ..patterns.sockets.base import PeerLike, SocketStrategy
     from ..transport.base import Endpoint, Listener
-    from .fastpath.routing import FastPath
+    from .fastpath.socket_state import FastPath
 
 __all__ = ["SocketRuntime"]
 

@@ -9,8 +9,13 @@ subscriber side and the publisher side; :mod:`.pubsub` reads and writes the
 runtime's types).
 """
 
-from .pubsub import CANCEL, SUBSCRIBE, parse_subscription_message, subscription_message
 from .routing import FairQueue, RoundRobin
+from .subscription_messages import (
+    CANCEL,
+    SUBSCRIBE,
+    parse_subscription_message,
+    subscription_message,
+)
 from .subscriptions import Distribution, SubscriptionTrie
 
 __all__ = [

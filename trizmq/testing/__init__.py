@@ -17,7 +17,7 @@ fails at set-up saying which. See ``docs/testing.md``.
 """
 
 from ._network import VirtualLink, VirtualNetwork, VirtualStream, open_virtual_network
-from ._sockets import SocketFactory, open_socket_factory
+from ._socket_factories import SocketFactory, open_socket_factory
 
 __all__ = [
     "SocketFactory",

@@ -40,7 +40,7 @@ import trio
 import trio.testing
 
 from ._network import VirtualNetwork, open_virtual_network
-from ._sockets import SocketFactory, open_socket_factory
+from ._socket_factories import SocketFactory, open_socket_factory
 
 __all__ = ["pytest_runtest_setup", "virtual_network", "zmq_sockets"]
 

@@ -1,7 +1,7 @@
 """``udp://``: the datagram transport of RADIO (connects, sends) and DISH (binds, receives).
 
 There is no ZMTP on udp (libzmq wire notes §8): one message is one datagram, encoded
-by :mod:`trizmq.zmtp.udp`. A udp endpoint is one peer of the socket, fed (DISH) or
+by :mod:`trizmq.zmtp.datagram`. A udp endpoint is one peer of the socket, fed (DISH) or
 drained (RADIO) by one task the socket's runtime runs for it. The sockets:
 
 * :func:`open_receiver` binds for a DISH: a unicast address (``*`` = all IPv4
@@ -32,7 +32,7 @@ from trio.lowlevel import enable_ki_protection
 from .. import _monitor as monitor
 from .._errors import EndpointError, os_error
 from ..zmtp import ProtocolError
-from ..zmtp.udp import decode_datagram, encode_datagram
+from ..zmtp.datagram import decode_datagram, encode_datagram
 from .addresses import HOST_RE, is_multicast, parse_host_port
 from .base import Endpoint, LinkHost, MessageBinding, PeerT
 

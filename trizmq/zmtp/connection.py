@@ -80,7 +80,7 @@ from .frames import (
     flags_error,
 )
 from .greeting import GREETING_SIZE, check_greeting_prefix
-from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
+from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
 from .mechanism import Mechanism
 from .metadata import encode_metadata
 from .null import NullMechanism
@@ -159,7 +159,7 @@ def _parse_run(
 class Connection(Handshaking):
     """The protocol state of one connection, from greeting to traffic.
 
-    Its handshake half is :class:`~trizmq.zmtp.handshaking.Handshaking`, its sending
+    Its handshake half is :class:`~trizmq.zmtp.handshake.Handshaking`, its sending
     half :class:`~trizmq.zmtp.encoding.TrafficEncoder`; this class holds the state and
     parses what arrives.
 

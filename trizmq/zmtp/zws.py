@@ -4,7 +4,7 @@ A :class:`ZwsConnection` is the codec of one ``ws://``/``wss://`` connection. It
 speaks RFC 6455 in two parts: ``wsproto`` does the HTTP upgrade (the request, the
 response, the ``Sec-WebSocket-*`` checks) and the closing handshake (a CLOSE read
 and answered), and the data frames go through trizmq's own frame codec,
-:mod:`trizmq.zmtp.wsframes` (masking at C speed). ZMTP is spoken through an inner
+:mod:`trizmq.zmtp.rfc6455` (masking at C speed). ZMTP is spoken through an inner
 :class:`~trizmq.zmtp.connection.Connection`, which keeps doing what it does on tcp:
 the mechanism handshake (NULL, PLAIN, CURVE), ZAP, the socket-type check, every
 limit on frames and messages, and encryption.
@@ -35,7 +35,7 @@ its body) and the inner connection parses them all with one call, as it parses a
 read on tcp.
 
 Hostile input: a text message, a client frame that is not masked, a frame that
-breaks RFC 6455 (see :mod:`~trizmq.zmtp.wsframes`) or an oversized message ends the
+breaks RFC 6455 (see :mod:`~trizmq.zmtp.rfc6455`) or an oversized message ends the
 connection with a :class:`ProtocolError` naming it; no message is buffered past
 ``maxmsgsize`` (or, before the handshake is complete, past
 :data:`HANDSHAKE_FRAME_LIMIT`): a frame declaring more is refused at its header; the
@@ -71,11 +71,11 @@ from .errors import ProtocolError
 from .events import HandshakeComplete, Ping, SubscriptionRefused
 from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, SHORT_HEADERS, frame_header
 from .greeting import build_greeting
-from .handshaking import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
+from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .metadata import encode_metadata
+from .rfc6455 import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
 from .socket_types import TAKES_SUBSCRIPTIONS
-from .wsframes import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
 
 __all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from .. import fastpath
-from ..handshake import RECEIVE_SIZE
+from ..handshake_io import RECEIVE_SIZE
 from .trio_probe import stdlib_socket
 
 if TYPE_CHECKING:

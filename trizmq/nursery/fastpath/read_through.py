@@ -24,7 +24,7 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from ...zmtp import ProtocolError
-from ..handshake import RECEIVE_SIZE
+from ..handshake_io import RECEIVE_SIZE
 from ..waiters import Waiters
 from .instrument import revival
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import fastpath
-from ..handshake import RECEIVE_SIZE
+from ..handshake_io import RECEIVE_SIZE
 from .trio_probe import tls_insides
 
 if TYPE_CHECKING:

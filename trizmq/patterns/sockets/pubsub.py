@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Cancel, Subscribe, SubscriptionRefused
-from ..pubsub import parse_subscription_message
+from ..subscription_messages import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
 from .base import Fanout, FanoutRun, Message, PeerLike, Queue, SocketStrategy, Wake
 

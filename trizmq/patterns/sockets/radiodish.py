@@ -29,7 +29,7 @@ Rules:
 * Datagram peers (``not peer.carries_commands``, the runtime's udp:// pseudo-peers):
   there is no ZMTP on udp, so a DISH sends them no commands and a RADIO sends them
   *every* message whatever its group, as libzmq does. Their input, decoded by
-  :func:`trizmq.zmtp.udp.decode_datagram`, arrives as the same ``[group, body]``.
+  :func:`trizmq.zmtp.datagram.decode_datagram`, arrives as the same ``[group, body]``.
 """
 
 from __future__ import annotations

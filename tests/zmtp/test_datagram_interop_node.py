@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from trizmq.zmtp.udp import MAX_DATAGRAM, decode_datagram, encode_datagram
+from trizmq.zmtp.datagram import MAX_DATAGRAM, decode_datagram, encode_datagram
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT / "tests" / "node" / "peer.js"

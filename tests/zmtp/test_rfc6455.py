@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wsproto.frame_protocol import CloseReason, FrameProtocol, Opcode
 
-from trizmq.zmtp import ProtocolError, wsframes
-from trizmq.zmtp.wsframes import (
+from trizmq.zmtp import ProtocolError, rfc6455
+from trizmq.zmtp.rfc6455 import (
     BINARY,
     CLOSE,
     CONTINUATION,
@@ -39,7 +39,7 @@ from trizmq.zmtp.wsframes import (
 )
 
 #: the C masker and the fallback, as each codec may be given
-MASKERS = {"c": wsframes.apply_mask, "python": python_apply_mask}
+MASKERS = {"c": rfc6455.apply_mask, "python": python_apply_mask}
 
 #: a payload size in each length form: 7 bits, 16 bits, 64 bits (up to 1 MiB + 1)
 SIZES = st.one_of(
@@ -343,7 +343,7 @@ def test_the_fallback_masks_as_the_c_masker() -> None:
     rng = random.Random(7)
     for size in [0, 1, 3, 4, 5, 125, 4096, 70_001]:
         data, key = rng.randbytes(size), rng.randbytes(4)
-        assert python_apply_mask(data, key) == wsframes.apply_mask(data, key)
+        assert python_apply_mask(data, key) == rfc6455.apply_mask(data, key)
         assert python_apply_mask(python_apply_mask(data, key), key) == data
 
 
@@ -357,9 +357,9 @@ def test_without_websockets_the_fallback_is_used(monkeypatch: pytest.MonkeyPatch
         return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(builtins, "__import__", no_websockets)
-    monkeypatch.delitem(sys.modules, "trizmq.zmtp.wsframes")
+    monkeypatch.delitem(sys.modules, "trizmq.zmtp.rfc6455")
     try:
-        fallback = importlib.import_module("trizmq.zmtp.wsframes")
+        fallback = importlib.import_module("trizmq.zmtp.rfc6455")
         assert fallback.apply_mask is fallback.python_apply_mask
         wire = fallback.FrameEncoder(client=True).frame(BINARY, b"hello")
         assert fallback.FrameDecoder(client=False).receive_data(wire) == [
@@ -367,4 +367,4 @@ def test_without_websockets_the_fallback_is_used(monkeypatch: pytest.MonkeyPatch
         ]
     finally:
         monkeypatch.undo()
-        sys.modules["trizmq.zmtp.wsframes"] = wsframes
+        sys.modules["trizmq.zmtp.rfc6455"] = rfc6455

@@ -53,7 +53,7 @@ from .fastpath.direct_io import RawInput, RawSocket
 from .fastpath.read_through import ReadThrough
 from .fastpath.tls_input import TlsInput
 from .fastpath.write_through import RawOutput
-from .handshake import _ConnectionLost, handshake
+from .handshake_io import _ConnectionLost, handshake
 from .heartbeat import run_heartbeat
 from .pipe import Pipe, payload
 from .reader import STREAM_ERRORS, StreamInput, run_reader
@@ -63,7 +63,7 @@ from .writer import StreamOutput, run_writer
 if TYPE_CHECKING:
     from ..transport.base import Codec
     from ..zmtp.connection import Received
-    from .fastpath.routing import FastPath
+    from .fastpath.socket_state import FastPath
     from .parents import ConnectionParent, Input, Output
     from .peers import Peer
     from .slots import HandshakeSlot

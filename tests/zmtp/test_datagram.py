@@ -1,4 +1,4 @@
-"""libzmq's udp:// RADIO/DISH datagram (wire notes §8): trizmq.zmtp.udp."""
+"""libzmq's udp:// RADIO/DISH datagram (wire notes §8): trizmq.zmtp.datagram."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trizmq.zmtp import ProtocolError
-from trizmq.zmtp.udp import MAX_DATAGRAM, MAX_GROUP, decode_datagram, encode_datagram
+from trizmq.zmtp.datagram import MAX_DATAGRAM, MAX_GROUP, decode_datagram, encode_datagram
 
 
 def test_example_from_the_notes() -> None:
