@@ -146,10 +146,15 @@ def frame_codec_alone(size: int, count: int) -> dict[str, float]:
 
 def _zws_pair() -> tuple[Any, Any]:
     """A ZWS client and server past the upgrade and the NULL handshake."""
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp.zws import ZwsConnection
 
-    client = ZwsConnection("DEALER", client=True, host="bench:1", path="/")
-    server = ZwsConnection("DEALER", client=False, host="bench:1", path="/")
+    client = ZwsConnection(
+        "DEALER", **socket_type("DEALER").handshake_facts(), client=True, host="bench:1", path="/"
+    )
+    server = ZwsConnection(
+        "DEALER", **socket_type("DEALER").handshake_facts(), client=False, host="bench:1", path="/"
+    )
     server.start()
     server.receive_data(client.start())
     for _ in range(4):

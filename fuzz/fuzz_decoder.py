@@ -24,6 +24,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 with atheris.instrument_imports(include=["trizmq.zmtp"]):
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp import (
         Connection,
         CurveClientMechanism,
@@ -42,18 +43,35 @@ CLIENT_PUBLIC, CLIENT_SECRET = curve_keypair()
 ACCEPT = ZapReply("200", "OK", b"fuzz")
 
 FRESH: list[tuple[bytes, Callable[[], Connection]]] = [
-    (b"NULL", lambda: Connection("DEALER")),
-    (b"PLAIN", lambda: Connection("ROUTER", mechanism=PlainServerMechanism())),
-    (b"CURVE", lambda: Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))),
+    (b"NULL", lambda: Connection("DEALER", **socket_type("DEALER").handshake_facts())),
+    (
+        b"PLAIN",
+        lambda: Connection(
+            "ROUTER", **socket_type("ROUTER").handshake_facts(), mechanism=PlainServerMechanism()
+        ),
+    ),
+    (
+        b"CURVE",
+        lambda: Connection(
+            "ROUTER",
+            **socket_type("ROUTER").handshake_facts(),
+            mechanism=CurveServerMechanism(SERVER_SECRET),
+        ),
+    ),
 ]
 
 
 def _clients() -> list[Connection]:
     return [
-        Connection("DEALER"),
-        Connection("DEALER", mechanism=PlainClientMechanism(b"user", b"pass")),
+        Connection("DEALER", **socket_type("DEALER").handshake_facts()),
         Connection(
             "DEALER",
+            **socket_type("DEALER").handshake_facts(),
+            mechanism=PlainClientMechanism(b"user", b"pass"),
+        ),
+        Connection(
+            "DEALER",
+            **socket_type("DEALER").handshake_facts(),
             mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET),
         ),
     ]

@@ -30,6 +30,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 with atheris.instrument_imports(include=["trizmq.zmtp"]):
+    from trizmq.patterns.sockets import socket_type as row_of
     from trizmq.zmtp import (
         Cancel,
         PlainServerMechanism,
@@ -53,13 +54,27 @@ MAX_SUBSCRIPTION = 40
 
 
 def _server(socket_type: str = "PULL", **kw: object) -> ZwsConnection:
-    conn = ZwsConnection(socket_type, client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
+    conn = ZwsConnection(
+        socket_type,
+        **row_of(socket_type).handshake_facts(),
+        client=False,
+        host="h:1",
+        path="/zmq",
+        **kw,
+    )  # type: ignore[arg-type]
     conn.start()
     return conn
 
 
 def _client(socket_type: str = "PUSH") -> ZwsConnection:
-    return ZwsConnection(socket_type, client=True, host="h:1", path="/zmq", identity=b"me")
+    return ZwsConnection(
+        socket_type,
+        **row_of(socket_type).handshake_facts(),
+        client=True,
+        host="h:1",
+        path="/zmq",
+        identity=b"me",
+    )
 
 
 def _request(protocols: list[str]) -> bytes:

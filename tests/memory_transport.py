@@ -22,6 +22,7 @@ from trizmq.transport import (
     Codec,
     Endpoint,
     Listener,
+    SocketKind,
     register_transport,
     unregister_transport,
     zmtp_codec,
@@ -91,9 +92,9 @@ class MemoryTransport:
         return client
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
-        return zmtp_codec(socket_type, options)
+        return zmtp_codec(kind, options)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         pass

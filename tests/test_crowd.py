@@ -272,7 +272,7 @@ async def test_a_published_batch_leaves_no_garbage_for_the_cyclic_collector(
     subscribers. Counted with the collector off: nothing of the run is left."""
     import gc
 
-    from trizmq.patterns.sockets.base import Fanout, FanoutRun
+    from trizmq.zmtp.queue_items import Fanout, FanoutRun
 
     endpoint = "tcp://127.0.0.1:0" if transport == "tcp" else f"ipc://{tmp_path}/fan"
     batches, size = 20, 64

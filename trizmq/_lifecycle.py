@@ -27,8 +27,7 @@ from .nursery.fastpath import trio_probe
 from .nursery.fastpath.socket_state import FastPath
 from .nursery.runtime import SocketRuntime
 from .nursery.waiters import Waiters
-from .patterns.sockets import STRATEGIES, SocketStrategy
-from .patterns.sockets.pubsub import PubStrategy
+from .patterns.sockets import SOCKET_TYPES, SocketStrategy, SocketType
 
 __all__ = ["SocketLife"]
 
@@ -64,15 +63,20 @@ class SocketLife:
     socket_type: ClassVar[str] = ""
 
     def __init__(self, **options: object) -> None:
-        if not self.socket_type:
+        kind = SOCKET_TYPES.get(self.socket_type) if self.socket_type else None
+        if kind is None:
             raise TypeError(
                 f"trizmq.{type(self).__name__} is the base of the socket types and makes no "
                 "socket itself: use trizmq.Push, Pull, Pub, Sub, Req, Rep, Dealer, Router, ..."
+                if not self.socket_type
+                else f"no socket type {self.socket_type!r} in the table of socket types"
             )
-        self._options: Options = validate_options(self.socket_type, options)
+        #: the type's row of the socket-type table: what it decides
+        self._type: SocketType = kind
+        self._options: Options = validate_options(kind, options, SOCKET_TYPES.values())
         self._recv_lot = Waiters()
         self._send_lot = Waiters()
-        self._strategy: SocketStrategy = STRATEGIES[self.socket_type](
+        self._strategy: SocketStrategy = kind.strategy(
             self._options, self._wake_receivers, self._wake_senders
         )
         self._runtime: SocketRuntime | None = None
@@ -149,7 +153,7 @@ class SocketLife:
             >>> pull.options.rcvhwm
             10
         """
-        new = changed_options(self.socket_type, self._options, options)
+        new = changed_options(self._type, self._options, options, SOCKET_TYPES.values())
         added = new.subscribe[len(self._options.subscribe) :]
         self._options = new
         if self._runtime is not None:
@@ -195,11 +199,11 @@ class SocketLife:
                 self._cancel_pending, self._run_vars = pending, run_vars
             # receivers wait the fast path's way (read-through)
             self._wait_to_recv = self._fast.wait_to_recv
-            if isinstance(self._strategy, PubStrategy):
+            if self._strategy.gathers:
                 # one-at-a-time publishes to stream subscribers go out as batches
                 self._fast.gather(self._strategy)
         self._runtime = SocketRuntime(
-            self.socket_type,
+            self._type,
             self._options,
             self._strategy,
             nursery,

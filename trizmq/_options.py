@@ -1,9 +1,14 @@
-"""Socket options: one table of names, defaults, checks and the socket types they fit.
+"""Socket options: one table of names, defaults and checks.
 
 Rules (``API.md``): options are keyword-only constructor arguments; an unknown
 name, or one that does not apply to the socket type, raises ``TypeError``; a bad
 value raises ``ValueError`` (or ``EndpointError``, a ``ValueError``) naming the
 option. Both happen in the constructor, before the socket is entered.
+
+Which socket types an option fits is the types' business: an option marked
+``per_type`` here applies only to a type whose row of the socket-type table
+(``trizmq.patterns.sockets``) lists it among its ``options``; the others apply to
+every socket.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import difflib
 import math
 import ssl
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -26,6 +31,7 @@ __all__ = [
     "OPTIONS",
     "RUNTIME_OPTIONS",
     "Options",
+    "TypeOptions",
     "changed_options",
     "validate_options",
 ]
@@ -48,7 +54,6 @@ DEFAULT_MAX_FRAMES = 65_536
 DEFAULT_MAX_SUBSCRIPTIONS = 100_000
 DEFAULT_MAX_SUBSCRIPTION_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_SUBSCRIPTIONS_TOTAL = 1_000_000
-_PUBLISHERS = frozenset({"PUB", "XPUB", "RADIO"})
 
 
 def _number(name: str, value: object, *, allow_none: bool, positive: bool = False) -> float | None:
@@ -219,14 +224,26 @@ def _count(name: str, value: object) -> int:
 
 @attrs.frozen
 class OptionSpec:
-    """One option: its default, its check, and the socket types it fits (None = all)."""
+    """One option: its default, its check, and whether only the socket types that
+    list it take it (``per_type``; else every socket does)."""
 
     default: object
     check: Callable[[str, object], object]
-    types: frozenset[str] | None = None
+    per_type: bool = False
 
 
-ALL_TYPES = None
+class TypeOptions(Protocol):
+    """A socket type, as the options read it (its row of the socket-type table)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> frozenset[str]:
+        """The ``per_type`` options it takes."""
+        ...
+
+
 OPTIONS: dict[str, OptionSpec] = {
     "bind": OptionSpec((), _endpoints),
     "connect": OptionSpec((), _endpoints),
@@ -250,31 +267,27 @@ OPTIONS: dict[str, OptionSpec] = {
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "ssl_context": OptionSpec(None, _ssl_context),
     "connect_timeout": OptionSpec(None, _positive_or_none),
-    "conflate": OptionSpec(False, _flag, frozenset({"PUSH", "PULL", "PUB", "SUB", "DEALER"})),
+    "conflate": OptionSpec(False, _flag, per_type=True),
     "tcp_keepalive": OptionSpec(None, _flag_or_none),
     "tcp_keepalive_idle": OptionSpec(None, _positive_or_none),
     "tcp_keepalive_intvl": OptionSpec(None, _positive_or_none),
     "tcp_keepalive_cnt": OptionSpec(None, _count_or_none),
     "sndbuf": OptionSpec(None, _count_or_none),
     "rcvbuf": OptionSpec(None, _count_or_none),
-    "subscribe": OptionSpec((), _topics, frozenset({"SUB"})),
-    "router_mandatory": OptionSpec(False, _flag, frozenset({"ROUTER"})),
-    "router_handover": OptionSpec(False, _flag, frozenset({"ROUTER"})),
-    "xpub_verbose": OptionSpec(False, _flag, frozenset({"XPUB"})),
-    "xpub_manual": OptionSpec(False, _flag, frozenset({"XPUB"})),
-    "xpub_welcome_msg": OptionSpec(None, _message_or_none, frozenset({"XPUB"})),
-    "max_subscriptions": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS, _count, _PUBLISHERS),
-    "max_subscriptions_total": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS_TOTAL, _count, _PUBLISHERS),
-    "max_subscription_bytes": OptionSpec(
-        DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, frozenset({"PUB", "XPUB"})
-    ),
-    "probe_router": OptionSpec(False, _flag, frozenset({"ROUTER", "DEALER", "REQ"})),
-    "hello_msg": OptionSpec(
-        None, _message_or_none, frozenset({"ROUTER", "DEALER", "CLIENT", "SERVER", "PEER"})
-    ),
-    "disconnect_msg": OptionSpec(None, _message_or_none, frozenset({"ROUTER", "SERVER", "PEER"})),
-    "req_correlate": OptionSpec(False, _flag, frozenset({"REQ"})),
-    "req_relaxed": OptionSpec(False, _flag, frozenset({"REQ"})),
+    "subscribe": OptionSpec((), _topics, per_type=True),
+    "router_mandatory": OptionSpec(False, _flag, per_type=True),
+    "router_handover": OptionSpec(False, _flag, per_type=True),
+    "xpub_verbose": OptionSpec(False, _flag, per_type=True),
+    "xpub_manual": OptionSpec(False, _flag, per_type=True),
+    "xpub_welcome_msg": OptionSpec(None, _message_or_none, per_type=True),
+    "max_subscriptions": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS, _count, per_type=True),
+    "max_subscriptions_total": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS_TOTAL, _count, per_type=True),
+    "max_subscription_bytes": OptionSpec(DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, per_type=True),
+    "probe_router": OptionSpec(False, _flag, per_type=True),
+    "hello_msg": OptionSpec(None, _message_or_none, per_type=True),
+    "disconnect_msg": OptionSpec(None, _message_or_none, per_type=True),
+    "req_correlate": OptionSpec(False, _flag, per_type=True),
+    "req_relaxed": OptionSpec(False, _flag, per_type=True),
 }
 
 
@@ -390,23 +403,30 @@ _NOT_AT_RUN_TIME = {
 }
 
 
-def _check_names(socket_type: str, given: Mapping[str, object], caller: str) -> None:
+def _check_names(
+    kind: TypeOptions, given: Mapping[str, object], caller: str, kinds: Iterable[TypeOptions]
+) -> None:
     for name in given:
         spec = OPTIONS.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(f"{caller} got an unknown option {name!r}{hint}")
-        if spec.types is not None and socket_type not in spec.types:
+        if spec.per_type and name not in kind.options:
+            takers = sorted(other.name for other in kinds if name in other.options)
             raise TypeError(
-                f"option {name!r} does not apply to a {socket_type} socket "
-                f"(only to {', '.join(sorted(spec.types))})"
+                f"option {name!r} does not apply to a {kind.name} socket "
+                f"(only to {', '.join(takers)})"
             )
 
 
-def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
-    """Check ``given`` against the table; return every option with defaults filled in."""
-    _check_names(socket_type, given, f"{socket_type.title()}()")
+def validate_options(
+    kind: TypeOptions, given: Mapping[str, object], kinds: Iterable[TypeOptions] = ()
+) -> Options:
+    """Check ``given`` against the table for a socket of type ``kind``; return every
+    option with defaults filled in. ``kinds``, every type there is, names the types
+    an option that does not fit ``kind`` fits."""
+    _check_names(kind, given, f"{kind.name.title()}()", kinds)
     # each check returns its option's type, which Options' fields state one by one:
     # no annotation of this name-keyed mapping says which name has which
     checked: dict[str, Any] = {
@@ -415,11 +435,16 @@ def validate_options(socket_type: str, given: Mapping[str, object]) -> Options:
     return Options(**checked)
 
 
-def changed_options(socket_type: str, current: Options, given: Mapping[str, object]) -> Options:
+def changed_options(
+    kind: TypeOptions,
+    current: Options,
+    given: Mapping[str, object],
+    kinds: Iterable[TypeOptions] = (),
+) -> Options:
     """``current`` with ``given`` applied, checked as the constructor checks them;
     ``TypeError`` for an option that cannot change at run time. ``subscribe`` adds to
     the topics already there."""
-    _check_names(socket_type, given, "set_options()")
+    _check_names(kind, given, "set_options()", kinds)
     for name in given:
         if name not in RUNTIME_OPTIONS:
             raise TypeError(f"option {name!r} cannot change at run time: {_NOT_AT_RUN_TIME[name]}")

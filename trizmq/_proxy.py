@@ -105,14 +105,11 @@ class _Gate:
             await self._resumed.wait()
 
 
-#: types whose messages carry a group or routing id outside their frames: a proxy
-#: forwarding frames alone would drop it, so they are refused up front
-_ADDRESSED = frozenset({"RADIO", "DISH", "SERVER", "PEER"})
-
-
 def _directions(frontend: Socket, backend: Socket) -> list[tuple[Socket, Socket]]:
     for sock in (frontend, backend):
-        if sock.socket_type in _ADDRESSED:
+        # a type whose messages carry a group or routing id outside their frames: a
+        # proxy forwarding frames alone would drop it, so it is refused up front
+        if sock._type.addressed:
             raise ValueError(
                 f"proxy: a {sock.socket_type} socket cannot be proxied (its group or routing "
                 "id travels outside the frames); forward it with recv_message() and send()"

@@ -803,7 +803,7 @@ class Socket(SocketLife):
         runtime = self._runtime
         if runtime is not None:
             stats.update(runtime.statistics())
-            if self.socket_type in ("RADIO", "DISH"):
+            if self._type.udp:  # a type that may go over udp: its datagram counters
                 stats["datagrams_malformed"] = runtime.counters["datagrams_malformed"]
                 stats["datagrams_dropped"] = runtime.counters["datagrams_dropped"]
         return stats

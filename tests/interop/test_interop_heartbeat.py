@@ -21,8 +21,8 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 import trizmq
-from trizmq.nursery.writer import _COMMAND_ENCODERS
 from trizmq.zmtp.events import Ping, Pong
+from trizmq.zmtp.outbound import _COMMAND_ENCODERS
 
 from .libzmq import Endpoints, TrizmqEnd, await_delivery, link
 from .test_interop_messages import LibzmqFactory, bind_side

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from itertools import accumulate
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,12 +18,12 @@ from zmtp.helpers import handshaken
 
 import trizmq
 from trizmq.nursery.fastpath import instrument
-from trizmq.nursery.fastpath.framing import encode_run
 from trizmq.nursery.fastpath.instrument import CORK_ITEMS
 from trizmq.nursery.fastpath.trio_probe import anything_runnable
 from trizmq.nursery.fastpath.write_through import RawOutput
 from trizmq.nursery.pipe import Pipe
-from trizmq.patterns.sockets.base import FanoutRun
+from trizmq.zmtp.outbound import Outbound
+from trizmq.zmtp.queue_items import FanoutRun
 
 pytestmark = pytest.mark.fastpath
 
@@ -73,7 +72,7 @@ def count_flushes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = RawOutput._write_runs
 
     def counting(output: RawOutput) -> bool:
-        sizes.append(len(output._pipe._items))
+        sizes.append(len(output._pipe))
         return real(output)
 
     monkeypatch.setattr(RawOutput, "_write_runs", counting)
@@ -166,39 +165,8 @@ async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
         ctx.term()
 
 
-def test_a_runs_shared_encoding_is_the_codecs() -> None:
-    # a published batch is encoded once for every subscriber (short one-frame
-    # messages framed inline on unencrypted ZMTP): byte for byte the codec's
-    # encoding, and each message's end where the codec's would be
-    codec = handshaken("XPUB", b"XSUB")
-    msgs = [[b"a"], [b""], [b"x" * 255], [b"y" * 256], [b"m", b"n"], [b"last"]]
-    run = FanoutRun(msgs)
-    encoded = [codec.encode_message(m) for m in msgs]
-    assert encode_run(run, codec.message_encoder()) == run.wire == b"".join(encoded)
-    assert run.ends == list(accumulate(map(len, encoded)))
-    assert run.count == len(msgs)
-
-
-def test_a_run_of_short_one_frame_messages_is_framed_at_once() -> None:
-    # the commonest run takes the comprehension's path: the same bytes as the
-    # codec's, its ends worked out only when asked for (a partial write)
-    codec = handshaken("XPUB", b"XSUB")
-    msgs = [[b"a"], [b""], [b"x" * 255], [b"last"]]
-    run = FanoutRun(msgs)
-    encoded = [codec.encode_message(m) for m in msgs]
-    assert encode_run(run, codec.message_encoder()) == b"".join(encoded)
-    assert run.count == len(msgs) and run._ends is None
-    assert run.ends == list(accumulate(map(len, encoded)))
-    # a frame of 256 bytes, or a message of two frames, takes the loop
-    for odd in ([b"y" * 256], [b"m", b"n"]):
-        mixed = FanoutRun([[b"a"], odd, [b"b"]])
-        wire = encode_run(mixed, codec.message_encoder())
-        assert wire == b"".join(codec.encode_message(m) for m in mixed.msgs)
-        assert mixed._ends is not None and mixed.count == 3
-
-
 class _Raw:
-    """A raw socket that records each ``sendmsg`` and takes ``room`` bytes of it."""
+    """A raw socket that records each write and takes ``room`` bytes of it."""
 
     def __init__(self, room: int) -> None:
         self.room = room
@@ -208,17 +176,26 @@ class _Raw:
         self.calls.append(list(buffers))
         return min(self.room, sum(map(len, buffers)))
 
+    def send(self, buffer: bytes) -> int:
+        return self.sendmsg([buffer])
+
 
 def _output_with_queue(room: int, *queued: Sequence[object]) -> tuple[RawOutput, _Raw]:
     codec = handshaken("XPUB", b"XSUB")
     output = RawOutput.__new__(RawOutput)
-    output._encode_into = codec.message_encoder()
+    output.outbound = Outbound(codec, zero_copy=True)
     output._pipe = Pipe(0)
     for items in queued:
         output._pipe.extend(items)
     output.actor = SimpleNamespace(codec=codec)  # type: ignore[assignment]
     output.raw = raw = _Raw(room)  # type: ignore[assignment]
+    output._fast = SimpleNamespace(allowed=True, armed=True)  # type: ignore[assignment]
     return output, raw
+
+
+def _queued(output: RawOutput) -> list[object]:
+    pipe = output._pipe
+    return pipe.take(len(pipe))
 
 
 @pytest.mark.parametrize("room", [10**6, 8, 9, 12, 13, 15, 16, 19])
@@ -234,7 +211,7 @@ def test_a_flush_writes_the_whole_runs_at_the_head_and_no_run_cut_short(room: in
     output, raw = _output_with_queue(room, a.items, b.items, c.items[:2])
     assert output._write_runs() is False
     assert raw.calls == [[a.wire, b.wire]]
-    left = list(output._pipe._items)
+    left = _queued(output)
     assert left[-2:] == c.items[:2]
     if room > 100:
         assert len(left) == 2
@@ -260,7 +237,7 @@ def test_a_flush_writes_nothing_shared_past_a_run_not_whole(
         output, raw = _output_with_queue(10**6, queue)
         assert not output._write_runs()
         assert raw.calls == [] and taken == [output]
-        assert list(output._pipe._items) == queue
+        assert _queued(output) == queue
 
 
 async def _rescheduled_sleeper(nursery: trio.Nursery) -> trio.lowlevel.Task:

@@ -31,6 +31,8 @@ from trizmq.nursery.pipe import Pipe
 from trizmq.nursery.waiters import Waiters
 from trizmq.nursery.writer import run_writer
 from trizmq.patterns.routing import FairQueue
+from trizmq.zmtp.outbound import Outbound
+from trizmq.zmtp.queue_items import Unsent
 
 TRANSPORTS = ["tcp", "ipc"]
 
@@ -97,7 +99,7 @@ async def test_write_through_under_back_pressure_keeps_messages_whole(
         written = real_write_now(output)
         if not written:
             deferred += 1
-            if pipe and pipe.peek().__class__ is bytes:
+            if pipe and pipe.peek().__class__ is Unsent:
                 partial += 1
         return written
 
@@ -360,7 +362,8 @@ class _FakeActor:
         self.codec = conn
         self.where = "test"
         self.runtime: Any = type("Runtime", (), {"closing": False})()
-        self.output = RawOutput(raw, self, fast)  # type: ignore[arg-type]
+        self.outbound = Outbound(conn)  # type: ignore[arg-type]
+        self.output = RawOutput(raw, self, fast, self.outbound)  # type: ignore[arg-type]
         self.closed = False
 
     def close(self) -> None:
@@ -390,7 +393,7 @@ async def test_half_written_message_is_dropped_when_its_connection_ends() -> Non
             # written by us, the routing task, half taken by the kernel
             assert fast.route(route, [b"first message"])
             assert bytes(raw.written) == (b"\x0dfirst message")[:7]
-            assert out_pipe.peek().__class__ is bytes  # the rest waits for the writer
+            assert out_pipe.peek().__class__ is Unsent  # the rest waits for the writer
             out_pipe.put([b"second"])
             conn.closed = True  # the connection ends before the writer runs
         assert actor.closed
@@ -407,26 +410,6 @@ async def test_the_switch_turns_direct_io_off(monkeypatch: pytest.MonkeyPatch) -
     finally:
         await stream.aclose()
         b.close()
-
-
-def test_a_batch_written_in_part_leaves_the_rest_owed_whole() -> None:
-    """``_split_sent``: the items a partial write covered leave the queue; the one it
-    cut keeps only its bytes still owed; the rest stay as they were."""
-    from collections import deque
-
-    from trizmq.nursery.fastpath.framing import _split_sent
-
-    items: deque[object] = deque([[b"aaa"], [b"bb"], [b"cccc"], "command"])
-    buf = bytearray(b"AAAAABBBBCCCCCC")
-    ends = [5, 9, 15]
-    _split_sent(items, ends, buf, 7)
-    assert list(items) == [b"BB", [b"cccc"], "command"]
-    items = deque([[b"aaa"], [b"bb"]])
-    _split_sent(items, [5, 9], bytearray(b"AAAAABBBB"), 5)  # on a boundary
-    assert list(items) == [[b"bb"]]
-    items = deque([[b"aaa"], [b"bb"]])
-    _split_sent(items, [5, 9], bytearray(b"AAAAABBBB"), 0)
-    assert list(items) == [[b"aaa"], [b"bb"]]
 
 
 @pytest.mark.fastpath
@@ -453,7 +436,7 @@ async def test_batches_written_through_under_back_pressure_arrive_whole(
         pipe = output.actor.peer.out_pipe
         if done:
             written += 1
-        elif pipe and pipe.peek().__class__ is bytes:
+        elif pipe and pipe.peek().__class__ is Unsent:
             partial += 1  # cut short: the rest of a message is owed first
         return done
 

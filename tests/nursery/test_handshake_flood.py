@@ -37,8 +37,9 @@ from line_process import LineProcess, line_process
 import trizmq
 from trizmq import transport
 from trizmq._endpoint import parse_endpoint
-from trizmq._options import validate_options
 from trizmq.nursery.slots import EVICTION_GRACE, HandshakeSlots, address_group
+from trizmq.patterns.sockets import socket_type
+from trizmq.patterns.sockets.table import options_for
 from trizmq.testing import VirtualNetwork
 from trizmq.transport.base import effective_backlog
 from trizmq.zmtp import Connection, CurveClientMechanism
@@ -178,6 +179,7 @@ async def test_the_first_command_lifts_the_greeting_deadline(
     public, secret = trizmq.curve_keypair()
     client = Connection(
         "PUSH",
+        **socket_type("PUSH").handshake_facts(),
         mechanism=CurveClientMechanism(
             trizmq.z85_decode(server_public), trizmq.z85_decode(public), trizmq.z85_decode(secret)
         ),
@@ -319,7 +321,7 @@ async def test_eviction_picks_the_oldest_handshake_of_the_busiest_address(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # the slots of one socket, as its acceptor uses them
-    options = validate_options("PULL", {"max_handshakes": 5})
+    options = options_for("PULL", {"max_handshakes": 5})
     slots = HandshakeSlots(options)
     lone = slots.take("192.0.2.1:1000")  # the oldest of all
     busy = [slots.take(f"192.0.2.2:{port}") for port in range(2000, 2003)]

@@ -29,6 +29,7 @@ import pytest
 import trio
 
 import trizmq
+from trizmq.patterns.sockets import socket_type
 from trizmq.zmtp import Connection, CurveClientMechanism
 
 # -- raw bytes, independent of trizmq.zmtp ---------------------------------------------
@@ -93,6 +94,7 @@ def curve_hello_bytes() -> tuple[bytes, trizmq.CurveServer]:
     server = trizmq.CurveServer(secret_key=trizmq.curve_keypair()[1])
     conn = Connection(
         "PUSH",
+        **socket_type("PUSH").handshake_facts(),
         mechanism=CurveClientMechanism(
             trizmq.z85_decode(server.public_key),
             trizmq.z85_decode(public),
@@ -352,6 +354,7 @@ async def raw_curve_handshake(
     public, secret = trizmq.curve_keypair()
     conn = Connection(
         "PUSH",
+        **socket_type("PUSH").handshake_facts(),
         mechanism=CurveClientMechanism(
             trizmq.z85_decode(server_public), trizmq.z85_decode(public), trizmq.z85_decode(secret)
         ),

@@ -27,8 +27,10 @@ import trizmq
 NULL_GREETING = (
     b"\xff" + b"\x00" * 7 + b"\x01" + b"\x7f" + b"\x03\x01" + b"NULL".ljust(20, b"\x00")
 ) + b"\x00" * 32
-READY = b"\x04" + bytes([len(b"\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH")]) + (
-    b"\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
+READY = (
+    b"\x04"
+    + bytes([len(b"\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH")])
+    + (b"\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH")
 )
 EMPTY_MORE = b"\x01\x00"  # an empty frame, more to follow: 2 bytes on the wire
 MIB = 1024 * 1024
@@ -149,9 +151,10 @@ async def test_many_frames_are_fine_below_the_bound() -> None:
 
 
 def test_frame_count_is_checked_at_the_header() -> None:
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp import Connection, ProtocolError
 
-    conn = Connection("PULL", max_frames=3)
+    conn = Connection("PULL", **socket_type("PULL").handshake_facts(), max_frames=3)
     conn.start()
     conn.receive_data(NULL_GREETING + READY)
     assert conn.receive_data(EMPTY_MORE * 2 + b"\x00\x01x") == [[b"", b"", b"x"]]
@@ -162,9 +165,10 @@ def test_frame_count_is_checked_at_the_header() -> None:
 
 
 def test_wire_size_counts_across_reads() -> None:
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp import Connection, ProtocolError
 
-    conn = Connection("PULL", maxmsgsize=10)
+    conn = Connection("PULL", **socket_type("PULL").handshake_facts(), maxmsgsize=10)
     conn.start()
     conn.receive_data(NULL_GREETING + READY)
     # 2 + 3 + 2 + 3 = 10 bytes: exactly the limit, fed a byte at a time
@@ -180,9 +184,10 @@ def test_wire_size_counts_across_reads() -> None:
 def test_short_inner_frames_count_in_one_read() -> None:
     """An envelope's short frames (MORE set, the parser's own lane) count toward
     both bounds just as other frames do, all in one read."""
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp import Connection, ProtocolError
 
-    conn = Connection("PULL", maxmsgsize=9, max_frames=3)
+    conn = Connection("PULL", **socket_type("PULL").handshake_facts(), maxmsgsize=9, max_frames=3)
     conn.start()
     conn.receive_data(NULL_GREETING + READY)
     # a REQ's request: the delimiter (2 bytes) and a body (2 + 3): 7 bytes
@@ -191,7 +196,7 @@ def test_short_inner_frames_count_in_one_read() -> None:
         conn.receive_data(b"\x01\x03abc\x01\x03def")  # 5 + 5 = 10 at an inner frame
     assert conn.closed
 
-    conn = Connection("PULL", max_frames=2)
+    conn = Connection("PULL", **socket_type("PULL").handshake_facts(), max_frames=2)
     conn.start()
     conn.receive_data(NULL_GREETING + READY)
     with pytest.raises(ProtocolError, match="max_frames"):
@@ -199,9 +204,10 @@ def test_short_inner_frames_count_in_one_read() -> None:
 
 
 def test_long_frames_count_their_nine_byte_header() -> None:
+    from trizmq.patterns.sockets import socket_type
     from trizmq.zmtp import Connection, ProtocolError
 
-    conn = Connection("PULL", maxmsgsize=300 + 9)
+    conn = Connection("PULL", **socket_type("PULL").handshake_facts(), maxmsgsize=300 + 9)
     conn.start()
     conn.receive_data(NULL_GREETING + READY)
     ok = b"\x02" + struct.pack(">Q", 300) + b"x" * 300
@@ -218,8 +224,10 @@ def subscribe_command(topic: bytes) -> bytes:
     return b"\x04" + bytes([len(body)]) + body
 
 
-SUB_READY = b"\x04" + bytes([len(b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB")]) + (
-    b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB"
+SUB_READY = (
+    b"\x04"
+    + bytes([len(b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB")])
+    + (b"\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB")
 )
 
 

@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from trizmq._options import validate_options
 from trizmq.nursery.peers import TRANSITIONS, Peer, PeerState, PeerTable
 from trizmq.nursery.pipe import Pipe
-from trizmq.patterns.sockets import STRATEGIES
+from trizmq.patterns.sockets import SOCKET_TYPES
+from trizmq.patterns.sockets.table import options_for
 
 NEW, WAITING, LIVE, GONE = PeerState.NEW, PeerState.WAITING, PeerState.LIVE, PeerState.GONE
 
@@ -68,8 +68,8 @@ def test_an_illegal_move_is_a_runtime_bug() -> None:
 
 def table(socket_type: str = "PUSH") -> tuple[PeerTable, list[str]]:
     wakes: list[str] = []
-    strategy = STRATEGIES[socket_type](
-        validate_options(socket_type, {}), lambda: wakes.append("recv"), lambda: None
+    strategy = SOCKET_TYPES[socket_type].strategy(
+        options_for(socket_type, {}), lambda: wakes.append("recv"), lambda: None
     )
     peers = PeerTable(
         strategy, lambda: wakes.append("receivers"), lambda: wakes.append("senders")

@@ -7,6 +7,7 @@ import trio
 from trio.testing import wait_all_tasks_blocked
 
 from trizmq.nursery.pipe import ConflateLinkPipe, ConflatePipe, LinkPipe, Pipe
+from trizmq.zmtp.queue_items import Unsent
 
 
 class Counter:
@@ -85,7 +86,7 @@ def test_put_next_goes_ahead_of_queued_messages() -> None:
 
 def test_put_next_keeps_a_half_written_message_whole() -> None:
     pipe = Pipe(10)
-    pipe.extend([b"rest of a message", [b"next"]])
+    pipe.extend([Unsent(b"rest of a message"), [b"next"]])
     ping = Ping()
     assert pipe.put_next(ping)
     assert not pipe.put_next(Ping())
@@ -289,18 +290,21 @@ def test_a_pipe_counts_refusals_and_what_a_clear_drops() -> None:
     assert pipe.offer_many([[b"e"], [b"f"]]) == 0
     assert (pipe.passed, pipe.refused) == (0, 3)
     pipe.put(Ping())  # a command is no message
-    assert pipe.queued(bare=False) == (2, 3)
+    assert pipe.queued() == (2, 3)
     pipe.clear()
     # dropped with a departed peer: they left the queue, and were lost
     assert (pipe.passed, pipe.octets, pipe.peak) == (2, 3, 3)
     assert pipe.counted("disconnect") == 2 and pipe.counted("hwm") == 0
 
 
-def test_a_bytes_item_is_a_message_only_in_an_incoming_queue() -> None:
+def test_a_bytes_item_is_a_message_and_the_rest_of_one_begun_is_not() -> None:
     pipe = Pipe(0)
     pipe.extend([b"bare", [b"list", b"ed"], Ping()])
-    assert pipe.queued(bare=True) == (2, 10)
-    assert pipe.queued(bare=False) == (1, 6)  # outgoing: bytes are a message's rest
+    assert pipe.queued() == (2, 10)
+    outgoing = Pipe(0, exits=True)
+    # the rest of a message begun on the wire was counted as it began
+    outgoing.extend([Unsent(b"rest"), [b"list", b"ed"], Ping()])
+    assert outgoing.queued() == (1, 6)
 
 
 def test_an_inproc_link_counts_what_enters_and_its_peak() -> None:
@@ -334,9 +338,40 @@ def test_conflate_counts_its_replacements_as_drops() -> None:
     link.put([b"dddd"])
     # a link counts what enters: all four, three of them replaced
     assert link.passed == 4 and link.counted("conflate") == 3
-    assert link.queued(bare=True) == (1, 4)
+    assert link.queued() == (1, 4)
     incoming = ConflatePipe()  # a reader's: the reader counts what it hands in
     incoming.extend([[b"a"], [b"bb"], [b"ccc"]])
     assert incoming.passed == 0 and incoming.counted("conflate") == 2
-    assert incoming.queued(bare=True) == (1, 3)
+    assert incoming.queued() == (1, 3)
     assert incoming.counted("conflate_bytes") == 3
+
+
+def test_a_write_through_cut_short_leaves_the_rest_owed_at_the_head() -> None:
+    """What a partial write took leaves the queue, counted; the message it cut stays
+    as the bytes still owed (an ``Unsent``, counted as it began); the rest wait."""
+    from zmtp.helpers import handshaken
+
+    from trizmq.zmtp.outbound import Outbound
+
+    codec = handshaken("PUSH", b"PULL")
+    outbound = Outbound(codec)
+    pipe = Pipe(0, exits=True)
+    pipe.extend([[b"aaa"], [b"bb"], [b"cccc"], Ping()])
+    transmit = pipe.encode_head(outbound.encode_messages)
+    assert transmit.used == 3 and len(pipe) == 4  # read in place, not taken
+    assert not pipe.sent(transmit, 7)
+    assert (pipe.passed, pipe.octets, pipe.peak) == (2, 5, 4)
+    rest, *others = pipe.take(10)
+    assert rest.__class__ is Unsent and rest == b"bb"  # [b"bb"]'s last two bytes
+    assert others[0] == [b"cccc"] and isinstance(others[1], Ping)
+
+
+def test_a_lone_message_written_through_in_part_leaves_its_rest() -> None:
+    pipe = Pipe(0, exits=True)
+    pipe.put([b"only"])
+    assert not pipe.sent_alone(bytearray(b"\x00\x04only"), 3, 4)
+    (rest,) = pipe.drain()
+    assert rest.__class__ is Unsent and rest == b"nly"
+    assert (pipe.passed, pipe.octets, pipe.peak) == (1, 4, 1)
+    pipe.put([b"again"])
+    assert pipe.sent_alone(bytearray(b"\x00\x05again"), 7, 5) and not pipe

@@ -5,6 +5,7 @@ whole and in order, and nothing of it where the stream is not one it knows."""
 from __future__ import annotations
 
 import ssl
+from types import SimpleNamespace
 
 import pytest
 import trio
@@ -12,9 +13,12 @@ import trio.testing
 import trustme
 
 import trizmq
+from trizmq._options import Options
 from trizmq.nursery import fastpath
 from trizmq.nursery.fastpath.tls_input import TlsInput
 from trizmq.nursery.handshake_io import RECEIVE_SIZE
+from trizmq.nursery.heartbeat import Heartbeat
+from trizmq.zmtp.events import Ping
 
 RECORD = 16 * 1024  # the most one TLS record carries
 
@@ -61,7 +65,7 @@ async def test_the_records_held_come_with_the_read(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client.send_all, payload)
         while len(got) < len(payload):
-            data = await tls.receive(0)
+            data = await tls.receive()
             assert data
             sizes.append(len(data))
             got += data
@@ -83,9 +87,13 @@ async def test_a_ttl_bounds_the_wait(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.do_handshake)
             nursery.start_soon(server.do_handshake)
-        assert await tls.receive(0.05) is None
+        # a TLS read waits within a peer's TTL as every input does: the heartbeat's
+        heartbeat = Heartbeat(SimpleNamespace(), Options())  # type: ignore[arg-type]
+        heartbeat.ping_received(Ping(0.05, b""))
+        assert await heartbeat.within_ttl(tls.receive) is None
         await client.send_all(b"late")
-        assert await tls.receive(1.0) == b"late"
+        heartbeat.ping_received(Ping(1.0, b""))
+        assert await heartbeat.within_ttl(tls.receive) == b"late"
 
 
 async def test_the_end_of_the_stream_is_an_empty_read(
@@ -106,7 +114,7 @@ async def test_the_end_of_the_stream_is_an_empty_read(
 
         nursery.start_soon(talk)
         got = b""
-        while data := await tls.receive(0):
+        while data := await tls.receive():
             got += data
     assert got == b"bye"
 

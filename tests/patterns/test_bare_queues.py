@@ -9,7 +9,7 @@ as its bytes, with the same fair queue and the same filter."""
 from __future__ import annotations
 
 from trizmq.nursery.pipe import Pipe
-from trizmq.patterns.sockets import STRATEGIES
+from trizmq.patterns.sockets import SOCKET_TYPES
 from trizmq.zmtp.events import Subscribe
 
 from .test_pubsub_strategies import FakePeer, sub
@@ -32,7 +32,8 @@ BARE = {
 def test_the_types_that_take_bare_messages() -> None:
     # every other type reads its queues itself (envelopes, eager subscriptions) or
     # receives nothing
-    assert {name for name, cls in STRATEGIES.items() if cls.takes_bare_messages()} == BARE
+    bare = {name for name, row in SOCKET_TYPES.items() if row.strategy.takes_bare_messages()}
+    assert bare == BARE
 
 
 def test_the_one_peer_shortcut_hands_out_lists() -> None:

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from trizmq._errors import HostUnreachable
-from trizmq._options import validate_options
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.base import SocketStrategy
 from trizmq.patterns.sockets.draft import (
@@ -21,6 +20,7 @@ from trizmq.patterns.sockets.draft import (
     pack_routing_id,
     unpack_routing_id,
 )
+from trizmq.patterns.sockets.table import options_for
 from trizmq.zmtp.events import Ping
 
 
@@ -38,7 +38,7 @@ class FakePeer:
 
 
 def make(cls: type[SocketStrategy], **options: Any) -> Any:
-    return cls(validate_options(cls.socket_type, options), lambda: None, lambda: None)
+    return cls(options_for(cls.socket_type, options), lambda: None, lambda: None)
 
 
 # -- helpers ------------------------------------------------------------------------

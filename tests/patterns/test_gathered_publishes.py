@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from trizmq.nursery.peers import Peer
-from trizmq.patterns.sockets.base import Fanout
 from trizmq.patterns.sockets.pubsub import GATHER_LIMIT, PubStrategy, XPubStrategy
 from trizmq.zmtp.events import Cancel, Subscribe
+from trizmq.zmtp.queue_items import Fanout
 
 from .test_send_batches import peer, queued, strategy
 

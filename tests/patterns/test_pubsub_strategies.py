@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from trizmq._options import validate_options
-from trizmq.patterns.sockets.base import Fanout
 from trizmq.patterns.sockets.pubsub import (
     KEY_LIMIT,
     ROUTES_LIMIT,
@@ -23,7 +21,9 @@ from trizmq.patterns.sockets.pubsub import (
     XSubStrategy,
 )
 from trizmq.patterns.sockets.reqrep import RouterStrategy
+from trizmq.patterns.sockets.table import options_for
 from trizmq.zmtp.events import Cancel, Subscribe
+from trizmq.zmtp.queue_items import Fanout
 
 
 class FakePipe:
@@ -140,7 +140,7 @@ def queued(peer: FakePeer) -> list[list[bytes]]:
 
 
 def pub(*peers: Any, cls: type[PubStrategy] = PubStrategy, **options: Any) -> Any:
-    strategy = cls(validate_options(cls.socket_type, options), lambda: None, lambda: None)
+    strategy = cls(options_for(cls.socket_type, options), lambda: None, lambda: None)
     for peer in peers:
         strategy.attach(peer)
         strategy.connected(peer)
@@ -425,7 +425,7 @@ def test_xpub_verbose_reports_every_subscribe() -> None:
 
 
 def sub(*peers: Any, cls: type[XSubStrategy] = SubStrategy) -> Any:
-    strategy = cls(validate_options(cls.socket_type, {}), lambda: None, lambda: None)
+    strategy = cls(options_for(cls.socket_type, {}), lambda: None, lambda: None)
     for peer in peers:
         strategy.attach(peer)
         strategy.connected(peer)
@@ -552,7 +552,7 @@ def test_with_the_runtime_pipes_and_peers() -> None:
 
 def router_of_a_and_b() -> tuple[Any, FakePeer, FakePeer]:
     """A ROUTER strategy with two connected peers, whose routing ids are A and B."""
-    router = RouterStrategy(validate_options("ROUTER", {}), lambda: None, lambda: None)
+    router = RouterStrategy(options_for("ROUTER", {}), lambda: None, lambda: None)
     a, b = FakePeer("a"), FakePeer("b")
     a.identity = b"A"  # type: ignore[attr-defined]
     b.identity = b"B"  # type: ignore[attr-defined]

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from trizmq._options import validate_options
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.radiodish import (
     DishStrategy,
@@ -14,6 +13,7 @@ from trizmq.patterns.sockets.radiodish import (
     check_group,
     is_datagram,
 )
+from trizmq.patterns.sockets.table import options_for
 from trizmq.zmtp.events import Join, Leave, Ping, Subscribe
 
 
@@ -53,13 +53,13 @@ class Wakes:
 def radio(**options: Any) -> RadioStrategy:
     wakes = Wakes()
     return RadioStrategy(
-        validate_options("RADIO", options), wakes.on_readable, wakes.on_writable
+        options_for("RADIO", options), wakes.on_readable, wakes.on_writable
     )
 
 
 def dish(**options: Any) -> DishStrategy:
     wakes = Wakes()
-    return DishStrategy(validate_options("DISH", options), wakes.on_readable, wakes.on_writable)
+    return DishStrategy(options_for("DISH", options), wakes.on_readable, wakes.on_writable)
 
 
 def joined(strategy: RadioStrategy, peer: FakePeer, *items: Any) -> None:

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from trizmq._options import validate_options
 from trizmq.nursery.peers import Peer, PeerState, PeerTable
 from trizmq.nursery.pipe import ConflatePipe, Pipe
-from trizmq.patterns.sockets.base import Fanout, SocketStrategy
+from trizmq.patterns.sockets.base import SocketStrategy
 from trizmq.patterns.sockets.pipeline import PushStrategy
 from trizmq.patterns.sockets.pubsub import PubStrategy, XPubStrategy
 from trizmq.patterns.sockets.reqrep import DealerStrategy
+from trizmq.patterns.sockets.table import options_for
 from trizmq.zmtp.events import Subscribe
+from trizmq.zmtp.queue_items import Fanout
 
 
 def peer(hwm: int, *, inproc: bool = False, conflate: bool = False) -> Peer:
@@ -29,7 +30,7 @@ def peer(hwm: int, *, inproc: bool = False, conflate: bool = False) -> Peer:
 
 
 def strategy(cls: type[SocketStrategy], *peers: Peer) -> Any:
-    made = cls(validate_options(cls.socket_type, {}), lambda: None, lambda: None)
+    made = cls(options_for(cls.socket_type, {}), lambda: None, lambda: None)
     for p in peers:
         made.attach(p)
         made.connected(p)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from trizmq._options import validate_options
 from trizmq.nursery.pipe import Pipe
 from trizmq.patterns.sockets.pubsub import PubStrategy, XPubStrategy
 from trizmq.patterns.sockets.radiodish import RadioStrategy
+from trizmq.patterns.sockets.table import options_for
 from trizmq.patterns.subscriptions import Distribution
 from trizmq.zmtp.events import Join, Subscribe, SubscriptionRefused
 
@@ -28,7 +28,7 @@ class FakePeer:
 
 
 def strategy(cls: type[Any], **options: Any) -> Any:
-    made = cls(validate_options(cls.socket_type, options), lambda: None, lambda: None)
+    made = cls(options_for(cls.socket_type, options), lambda: None, lambda: None)
     return made
 
 

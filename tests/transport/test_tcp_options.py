@@ -12,7 +12,7 @@ import zmq
 
 import trizmq
 from trizmq._endpoint import parse_endpoint
-from trizmq._options import validate_options
+from trizmq.patterns.sockets.table import options_for
 from trizmq.transport.tcp import TCP
 
 OPTIONS = {
@@ -37,7 +37,7 @@ def check(sock: socket.socket | trio.socket.SocketType) -> None:
 
 
 async def test_options_are_set_on_connected_and_accepted_sockets() -> None:
-    options = validate_options("PULL", OPTIONS)
+    options = options_for("PULL", OPTIONS)
     with trio.fail_after(5):
         listener = await TCP.listen(parse_endpoint("tcp://127.0.0.1:0", for_bind=True), options)
         async with listener:
@@ -50,7 +50,7 @@ async def test_options_are_set_on_connected_and_accepted_sockets() -> None:
 
 
 async def test_defaults_leave_the_system_alone() -> None:
-    options = validate_options("PULL", {})
+    options = options_for("PULL", {})
     with trio.fail_after(5):
         listener = await TCP.listen(parse_endpoint("tcp://127.0.0.1:0", for_bind=True), options)
         async with listener:

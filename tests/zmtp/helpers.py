@@ -11,6 +11,7 @@ from trizmq.zmtp import Connection, Received
 
 __all__ = [
     "ConnectionPair",
+    "connection",
     "feed",
     "handshaken",
     "raw_command",
@@ -79,7 +80,7 @@ def handshaken(
     **kwargs: Any,
 ) -> Connection:
     """A Connection whose handshake with a synthetic peer is complete, outbox drained."""
-    conn = Connection(socket_type, **kwargs)
+    conn = connection(socket_type, **kwargs)
     conn.start()
     events = conn.receive_data(raw_greeting(*version) + raw_ready((b"Socket-Type", peer_type)))
     assert conn.handshake_complete, events
@@ -140,3 +141,21 @@ class ConnectionPair:
     def messages(events: Iterable[Received]) -> list[list[bytes]]:
         """Only the data messages among ``events``."""
         return [e for e in events if isinstance(e, list)]
+
+
+def connection(socket_type: str, **kwargs: Any) -> Connection:
+    """A :class:`Connection` of ``socket_type`` told what its row of the socket-type
+    table says (the peer types it accepts, whether it sends an Identity, whether its
+    peers subscribe to it), as the runtime tells it."""
+    from trizmq.patterns.sockets import socket_type as row_of
+
+    return Connection(socket_type, **{**row_of(socket_type).handshake_facts(), **kwargs})
+
+
+def zws_connection(socket_type: str, **kwargs: Any) -> Any:
+    """A :class:`~trizmq.zmtp.zws.ZwsConnection` told its row's facts, as
+    :func:`connection` tells a ZMTP one."""
+    from trizmq.patterns.sockets import socket_type as row_of
+    from trizmq.zmtp.zws import ZwsConnection
+
+    return ZwsConnection(socket_type, **{**row_of(socket_type).handshake_facts(), **kwargs})

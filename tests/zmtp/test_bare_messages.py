@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trizmq.zmtp import Connection, CurveServerMechanism, ProtocolError, Subscribe
+from trizmq.zmtp import CurveServerMechanism, ProtocolError, Subscribe
 
-from .helpers import feed, handshaken, raw_command, raw_frame
+from .helpers import connection, feed, handshaken, raw_command, raw_frame
 from .test_curve import SERVER_SECRET, RawCurveClient, ready_server
 
 MORE = 0x01
@@ -58,7 +58,7 @@ def test_one_frame_messages_come_bare(chunk: int | None) -> None:
 def test_leftovers_of_the_handshake_come_bare() -> None:
     from .helpers import raw_greeting, raw_ready
 
-    conn = Connection("PULL")
+    conn = connection("PULL")
     conn.bare_messages = True
     conn.start()
     events = conn.receive_data(
@@ -79,7 +79,7 @@ def test_encrypted_one_frame_messages_come_bare() -> None:
 def test_encrypted_one_frame_messages_keep_maxmsgsize() -> None:
     # maxmsgsize 12: a body of 10 and its 2-byte header fit, 11 does not, bare or not
     raw = RawCurveClient()
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
+    conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
     conn.start()
     ready_server(raw, conn)
     conn.bare_messages = True

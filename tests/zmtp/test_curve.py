@@ -37,7 +37,7 @@ from trizmq.zmtp import (
 )
 from trizmq.zmtp.plain import PlainClientMechanism, PlainServerMechanism
 
-from .helpers import ConnectionPair, raw_command, raw_frame, raw_greeting
+from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting
 from .test_plain import (
     RawPeer,
     accept_from,
@@ -65,11 +65,11 @@ def curve_pair(
     server_type: str = "ROUTER",
 ) -> ConnectionPair:
     return ConnectionPair(
-        Connection(
+        connection(
             client_type,
             mechanism=CurveClientMechanism(server_key, CLIENT_PUBLIC, CLIENT_SECRET),
         ),
-        Connection(server_type, mechanism=CurveServerMechanism(SERVER_SECRET)),
+        connection(server_type, mechanism=CurveServerMechanism(SERVER_SECRET)),
         chunk=chunk,
     )
 
@@ -153,7 +153,7 @@ class RawCurveClient:
 
 
 def server_conn(**kwargs: Any) -> Connection:
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET, **kwargs))
+    conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET, **kwargs))
     conn.start()
     return conn
 
@@ -175,7 +175,7 @@ def ready_server(raw: RawCurveClient, conn: Connection | None = None) -> Connect
 
 
 def test_client_hello_bytes() -> None:
-    conn = Connection(
+    conn = connection(
         "DEALER", mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET)
     )
     greeting = conn.start()
@@ -195,7 +195,7 @@ def test_client_hello_bytes() -> None:
 
 
 def test_server_greeting_and_welcome_bytes() -> None:
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
+    conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
     assert conn.start()[32] == 1
     raw = RawCurveClient()
     assert conn.receive_data(raw_greeting(mechanism=b"CURVE") + raw.hello()) == []
@@ -442,7 +442,7 @@ def test_late_handshake_command_inside_message() -> None:
 def test_maxmsgsize_checked_on_the_outer_frame() -> None:
     raw = RawCurveClient()
     # maxmsgsize counts the plaintext's wire size: 10 bytes and a 2-byte header
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
+    conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
     conn.start()
     ready_server(raw, conn)
     assert conn.receive_data(raw.message(3, 0, b"x" * 10)) == [[b"x" * 10]]
@@ -553,7 +553,7 @@ def test_a_run_refuses_what_one_by_one_refuses() -> None:
         with pytest.raises(ProtocolError, match=message):
             conn.receive_data(good + bad(raw))
     raw = RawCurveClient()
-    conn = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
+    conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET), maxmsgsize=12)
     conn.start()
     ready_server(raw, conn)
     small = b"".join(raw.message(n, 0, b"x" * 10) for n in range(3, 13))
@@ -702,7 +702,7 @@ def test_client_refuses_welcome_from_an_impostor() -> None:
     ],
 )
 def test_client_refuses_malformed_welcome(welcome: bytes, message: str) -> None:
-    client = Connection(
+    client = connection(
         "DEALER", mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET)
     )
     client.start()
@@ -754,8 +754,8 @@ def test_security_objects() -> None:
     assert isinstance(plain.mechanism(), PlainClientMechanism)
     pair = zap_handshake(
         ConnectionPair(
-            Connection("DEALER", mechanism=client.mechanism()),
-            Connection("ROUTER", mechanism=server.mechanism()),
+            connection("DEALER", mechanism=client.mechanism()),
+            connection("ROUTER", mechanism=server.mechanism()),
         ),
         OK,
     )
@@ -806,7 +806,7 @@ def curve_server_socket(ctx: zmq.Context[Any], kind: int) -> zmq.Socket[Any]:
 
 
 def our_client(kind: str = "DEALER", server_key: bytes = SERVER_PUBLIC) -> Connection:
-    return Connection(
+    return connection(
         kind, mechanism=CurveClientMechanism(server_key, CLIENT_PUBLIC, CLIENT_SECRET)
     )
 
@@ -871,7 +871,7 @@ def test_libzmq_curve_client_with_our_server(
 ) -> None:
     client = curve_client_socket(ctx, zmq.DEALER)
     client.routing_id = b"me"
-    server = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
+    server = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
     peer = RawPeer(accept_from(client, listener), server)
     requests: list[ZapRequest] = []
 
@@ -901,7 +901,7 @@ def test_libzmq_curve_client_refused_by_our_server(
     monitor = watch(client)
     peer = RawPeer(
         accept_from(client, listener),
-        Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
+        connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
     )
     with peer.sock, client, monitor:
         with pytest.raises(ProtocolError, match="ZAP 400"):
@@ -922,7 +922,7 @@ def test_libzmq_curve_client_with_wrong_server_key(
     )
     peer = RawPeer(
         accept_from(client, listener),
-        Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
+        connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
     )
     with peer.sock, client, pytest.raises(ProtocolError, match="HELLO: the box does not open"):
         peer.handshake()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trizmq._errors import StateError
-from trizmq.zmtp import Connection, ProtocolError, build_greeting
+from trizmq.zmtp import ProtocolError, build_greeting
 
-from .helpers import feed, raw_greeting, raw_ready
+from .helpers import connection, feed, raw_greeting, raw_ready
 
 NULL_GREETING = (
     bytes.fromhex("ff 00 00 00 00 00 00 00 01 7f")  # signature, padding 00..01
@@ -19,13 +19,13 @@ NULL_GREETING = (
 
 
 def test_exact_greeting_bytes() -> None:
-    greeting = Connection("PUB").start()
+    greeting = connection("PUB").start()
     assert len(greeting) == 64
     assert greeting == NULL_GREETING
 
 
 def test_start_twice_is_a_local_error() -> None:
-    conn = Connection("PUB")
+    conn = connection("PUB")
     conn.start()
     with pytest.raises(StateError):
         conn.start()
@@ -33,11 +33,11 @@ def test_start_twice_is_a_local_error() -> None:
 
 def test_receive_before_start_is_a_local_error() -> None:
     with pytest.raises(StateError):
-        Connection("PUB").receive_data(raw_greeting())
+        connection("PUB").receive_data(raw_greeting())
 
 
 def test_greeting_queues_ready_and_records_version() -> None:
-    conn = Connection("SUB")
+    conn = connection("SUB")
     conn.start()
     assert conn.peer_version == (0, 0)
     assert conn.receive_data(raw_greeting()[:63]) == []
@@ -51,7 +51,7 @@ def test_greeting_queues_ready_and_records_version() -> None:
 
 @pytest.mark.parametrize(("major", "minor"), [(3, 0), (3, 1), (3, 2), (4, 0), (255, 255)])
 def test_accepted_versions(major: int, minor: int) -> None:
-    conn = Connection("SUB")
+    conn = connection("SUB")
     conn.start()
     conn.receive_data(raw_greeting(major, minor) + raw_ready((b"Socket-Type", b"PUB")))
     assert conn.handshake_complete
@@ -59,7 +59,7 @@ def test_accepted_versions(major: int, minor: int) -> None:
 
 
 def test_padding_and_as_server_are_not_validated() -> None:
-    conn = Connection("SUB")
+    conn = connection("SUB")
     conn.start()
     greeting = raw_greeting(padding=b"\xde\xad\xbe\xef\x00\x12\x34\x56", as_server=1)
     events = conn.receive_data(greeting + raw_ready((b"Socket-Type", b"PUB")))
@@ -68,7 +68,7 @@ def test_padding_and_as_server_are_not_validated() -> None:
 
 
 def _refused(data: bytes) -> ProtocolError:
-    conn = Connection("DEALER")
+    conn = connection("DEALER")
     conn.start()
     with pytest.raises(ProtocolError) as info:
         conn.receive_data(data)
@@ -87,7 +87,7 @@ def test_bad_signature_refused_on_first_byte() -> None:
 def test_unversioned_signature_bit_refused_at_tenth_byte() -> None:
     greeting = bytearray(raw_greeting())
     greeting[9] = 0x7E
-    conn = Connection("DEALER")
+    conn = connection("DEALER")
     conn.start()
     assert conn.receive_data(bytes(greeting[:9])) == []
     with pytest.raises(ProtocolError, match="unversioned"):
@@ -116,7 +116,7 @@ def test_mechanism_must_match_exactly_including_padding() -> None:
 
 
 def test_greeting_split_at_every_byte() -> None:
-    conn = Connection("SUB")
+    conn = connection("SUB")
     conn.start()
     data = raw_greeting() + raw_ready((b"Socket-Type", b"PUB"))
     events = feed(conn, data, chunk=1)

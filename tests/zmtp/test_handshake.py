@@ -8,14 +8,13 @@ from trizmq._errors import StateError
 from trizmq.zmtp import (
     HANDSHAKE_FRAME_LIMIT,
     Cancel,
-    Connection,
     HandshakeComplete,
     PeerError,
     ProtocolError,
     Subscribe,
 )
 
-from .helpers import ConnectionPair, raw_command, raw_frame, raw_greeting, raw_ready
+from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting, raw_ready
 
 # libzmq-wire-notes §2.2, byte for byte
 DEALER_READY = b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00"
@@ -23,7 +22,7 @@ SUB_READY = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB"
 
 
 def _ready_of(socket_type: str, **kwargs: object) -> bytes:
-    conn = Connection(socket_type, **kwargs)  # type: ignore[arg-type]
+    conn = connection(socket_type, **kwargs)  # type: ignore[arg-type]
     conn.start()
     conn.receive_data(raw_greeting())
     return conn.data_to_send()
@@ -58,16 +57,16 @@ def test_identity_only_sent_by_req_dealer_router() -> None:
 )
 def test_constructor_rejects_bad_options(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
-        Connection("DEALER", **kwargs)  # type: ignore[arg-type]
+        connection("DEALER", **kwargs)  # type: ignore[arg-type]
 
 
 def test_constructor_rejects_unknown_socket_type() -> None:
     with pytest.raises(ValueError):
-        Connection("DGRAM")
+        connection("DGRAM")
 
 
 def test_dealer_router_with_identity() -> None:
-    pair = ConnectionPair(Connection("DEALER", identity=b"worker-1"), Connection("ROUTER"))
+    pair = ConnectionPair(connection("DEALER", identity=b"worker-1"), connection("ROUTER"))
     pair.handshake()
     (a_done,) = pair.a_events
     (b_done,) = pair.b_events
@@ -92,7 +91,7 @@ def test_dealer_router_with_identity() -> None:
 @pytest.mark.parametrize("chunk", [None, 1, 7, 64])
 def test_pub_sub_end_to_end(chunk: int | None) -> None:
     pair = ConnectionPair(
-        Connection("SUB", metadata={"X-Name": b"sub"}), Connection("XPUB"), chunk=chunk
+        connection("SUB", metadata={"X-Name": b"sub"}), connection("XPUB"), chunk=chunk
     )
     pair.handshake()
     assert pair.b.peer_metadata == {"Socket-Type": b"SUB", "X-Name": b"sub"}
@@ -106,7 +105,7 @@ def test_pub_sub_end_to_end(chunk: int | None) -> None:
 
 
 def test_missing_socket_type_is_tolerated() -> None:
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     (event,) = conn.receive_data(raw_greeting() + raw_ready((b"X-Other", b"1")))
     assert isinstance(event, HandshakeComplete)
@@ -116,7 +115,7 @@ def test_missing_socket_type_is_tolerated() -> None:
 
 def test_socket_type_is_matched_case_sensitively_by_name() -> None:
     # a "socket-type" property is just metadata: not checked, not the Socket-Type
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     (event,) = conn.receive_data(raw_greeting() + raw_ready((b"socket-type", b"PUB")))
     assert isinstance(event, HandshakeComplete)
@@ -125,7 +124,7 @@ def test_socket_type_is_matched_case_sensitively_by_name() -> None:
 
 
 def _refused(data: bytes, socket_type: str = "PUSH", **kwargs: object) -> str:
-    conn = Connection(socket_type, **kwargs)  # type: ignore[arg-type]
+    conn = connection(socket_type, **kwargs)  # type: ignore[arg-type]
     conn.start()
     with pytest.raises(ProtocolError) as info:
         conn.receive_data(data)
@@ -146,7 +145,7 @@ def test_unknown_socket_type_is_incompatible() -> None:
 
 
 def test_socket_type_check_can_be_disabled() -> None:
-    conn = Connection("PUSH", check_socket_type=False)
+    conn = connection("PUSH", peers=None)  # a test's raw peer: any type
     conn.start()
     (event,) = conn.receive_data(raw_greeting() + raw_ready((b"Socket-Type", b"PUB")))
     assert isinstance(event, HandshakeComplete)
@@ -182,7 +181,7 @@ def test_second_ready_refused_in_same_chunk() -> None:
 
 
 def test_second_ready_refused_later() -> None:
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     ready = raw_ready((b"Socket-Type", b"PULL"))
     conn.receive_data(raw_greeting() + ready)
@@ -205,7 +204,7 @@ def test_message_frame_before_handshake_refused_on_header() -> None:
 
 
 def test_handshake_command_cap() -> None:
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     at_cap = b"\x06" + HANDSHAKE_FRAME_LIMIT.to_bytes(8, "big")
     assert conn.receive_data(raw_greeting() + at_cap) == []  # waits for the body
@@ -215,7 +214,7 @@ def test_handshake_command_cap() -> None:
 
 def test_handshake_cap_ignores_maxmsgsize() -> None:
     # a tiny maxmsgsize must not break the READY exchange
-    conn = Connection("PUSH", maxmsgsize=4)
+    conn = connection("PUSH", maxmsgsize=4)
     conn.start()
     conn.receive_data(raw_greeting() + raw_ready((b"Socket-Type", b"PULL")))
     assert conn.handshake_complete
@@ -239,7 +238,7 @@ def test_malformed_command_name_refused(body: bytes) -> None:
 
 
 def test_peer_error_during_handshake_finishes_connection() -> None:
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     events = conn.receive_data(
         raw_greeting() + raw_command(b"ERROR", b"\x0cno thank you") + b"garbage"
@@ -252,13 +251,13 @@ def test_peer_error_during_handshake_finishes_connection() -> None:
 
 
 def test_peer_error_with_inconsistent_length_is_still_reported() -> None:
-    conn = Connection("PUSH")
+    conn = connection("PUSH")
     conn.start()
     assert conn.receive_data(raw_greeting() + raw_command(b"ERROR", b"oops")) == [PeerError("oops")]
 
 
 def test_encoders_need_a_complete_handshake() -> None:
-    conn = Connection("SUB")
+    conn = connection("SUB")
     conn.start()
     for call in (
         lambda: conn.encode_message([b"x"]),
@@ -279,7 +278,7 @@ def test_encoders_need_a_complete_handshake() -> None:
 
 def test_handshake_commands_received_counts_the_peer_commands_only() -> None:
     """What a server reads to tell a peer that greeted from one that only connected."""
-    conn = Connection("PULL")
+    conn = connection("PULL")
     conn.start()
     greeting = raw_greeting()
     conn.receive_data(greeting[:40])

@@ -9,7 +9,6 @@ import pytest
 from trizmq._errors import StateError
 from trizmq.zmtp import (
     Command,
-    Connection,
     HandshakeComplete,
     Mechanism,
     NullMechanism,
@@ -24,7 +23,7 @@ from trizmq.zmtp import (
 )
 from trizmq.zmtp.frames import encode_frame
 
-from .helpers import ConnectionPair, raw_command, raw_frame, raw_greeting
+from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting
 
 
 class Wrapping(Mechanism):
@@ -97,11 +96,11 @@ def test_null_mechanism_defaults() -> None:
     assert mechanism.name == b"NULL"
     assert mechanism.as_server is False
     assert not mechanism.encrypts
-    assert Connection("PAIR").mechanism.name == b"NULL"
+    assert connection("PAIR").mechanism.name == b"NULL"
 
 
 def test_greeting_carries_mechanism_and_as_server() -> None:
-    greeting = Connection("PAIR", mechanism=ZapServer()).start()
+    greeting = connection("PAIR", mechanism=ZapServer()).start()
     assert greeting[12:32] == b"ZAP-TEST".ljust(20, b"\x00")
     assert greeting[32] == 1
 
@@ -109,8 +108,8 @@ def test_greeting_carries_mechanism_and_as_server() -> None:
 @pytest.mark.parametrize("chunk", [None, 1, 5])
 def test_wrapped_traffic_end_to_end(chunk: int | None) -> None:
     pair = ConnectionPair(
-        Connection("SUB", mechanism=Wrapping()),
-        Connection("PUB", mechanism=Wrapping()),
+        connection("SUB", mechanism=Wrapping()),
+        connection("PUB", mechanism=Wrapping()),
         chunk=chunk,
     ).handshake()
     sub, pub = pair.a, pair.b
@@ -126,7 +125,7 @@ def test_wrapped_traffic_end_to_end(chunk: int | None) -> None:
 
 
 def test_wrapped_inner_flags_checked() -> None:
-    conn = Connection("PAIR", mechanism=Wrapping())
+    conn = connection("PAIR", mechanism=Wrapping())
     conn.start()
     conn.receive_data(raw_greeting(mechanism=b"WRAP-TEST") + raw_command(b"READY"))
     assert conn.handshake_complete
@@ -136,7 +135,7 @@ def test_wrapped_inner_flags_checked() -> None:
 
 def test_wrapped_maxmsgsize_counts_the_overhead() -> None:
     # the plaintext counts with its header: 4 bytes and a 2-byte header
-    conn = Connection("PAIR", mechanism=Wrapping(), maxmsgsize=6)
+    conn = connection("PAIR", mechanism=Wrapping(), maxmsgsize=6)
     conn.start()
     conn.receive_data(raw_greeting(mechanism=b"WRAP-TEST") + raw_command(b"READY"))
     assert conn.receive_data(raw_frame(0x00, b"\x00abcd")) == [[b"abcd"]]
@@ -145,7 +144,7 @@ def test_wrapped_maxmsgsize_counts_the_overhead() -> None:
 
 
 def test_zap_pause_and_resume() -> None:
-    server = Connection("ROUTER", mechanism=ZapServer())
+    server = connection("ROUTER", mechanism=ZapServer())
     server.start()
     hello = raw_command(b"HELLO", encode_metadata({"Socket-Type": b"DEALER"}))
     # the client's first message arrives with the HELLO: it must wait for the verdict
@@ -163,7 +162,7 @@ def test_zap_pause_and_resume() -> None:
 
 def test_zap_end_to_end_and_rejection() -> None:
     pair = ConnectionPair(
-        Connection("DEALER", mechanism=ZapClient()), Connection("ROUTER", mechanism=ZapServer())
+        connection("DEALER", mechanism=ZapClient()), connection("ROUTER", mechanism=ZapServer())
     )
     pair.pump()
     assert pair.b.pending_zap is not None
@@ -175,7 +174,7 @@ def test_zap_end_to_end_and_rejection() -> None:
     assert pair.a.peer_socket_type == "ROUTER"
 
     pair = ConnectionPair(
-        Connection("DEALER", mechanism=ZapClient()), Connection("ROUTER", mechanism=ZapServer())
+        connection("DEALER", mechanism=ZapClient()), connection("ROUTER", mechanism=ZapServer())
     )
     pair.pump()
     assert pair.b.zap_reply(ZapReply("400")) == []
@@ -185,7 +184,7 @@ def test_zap_end_to_end_and_rejection() -> None:
 
 
 def test_flood_while_zap_pending_refused() -> None:
-    server = Connection("ROUTER", mechanism=ZapServer())
+    server = connection("ROUTER", mechanism=ZapServer())
     server.start()
     hello = raw_command(b"HELLO", encode_metadata({"Socket-Type": b"DEALER"}))
     server.receive_data(raw_greeting(mechanism=b"ZAP-TEST") + hello)

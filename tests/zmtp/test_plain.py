@@ -27,7 +27,7 @@ from trizmq.zmtp import (
     ZapRequest,
 )
 
-from .helpers import ConnectionPair, raw_command, raw_greeting
+from .helpers import ConnectionPair, connection, raw_command, raw_greeting
 
 TIMEOUT = 5.0
 
@@ -57,14 +57,14 @@ def plain_pair(
     username: bytes = b"admin", password: bytes = b"secret", chunk: int | None = None
 ) -> ConnectionPair:
     return ConnectionPair(
-        Connection("DEALER", mechanism=PlainClientMechanism(username, password)),
-        Connection("ROUTER", mechanism=PlainServerMechanism()),
+        connection("DEALER", mechanism=PlainClientMechanism(username, password)),
+        connection("ROUTER", mechanism=PlainServerMechanism()),
         chunk=chunk,
     )
 
 
 def plain_server() -> Connection:
-    conn = Connection("ROUTER", mechanism=PlainServerMechanism())
+    conn = connection("ROUTER", mechanism=PlainServerMechanism())
     conn.start()
     return conn
 
@@ -193,7 +193,7 @@ def watch(zsock: zmq.Socket[Any]) -> zmq.Socket[Any]:
 
 
 def test_client_hello_bytes() -> None:
-    conn = Connection("DEALER", mechanism=PlainClientMechanism(b"user", b"pass"))
+    conn = connection("DEALER", mechanism=PlainClientMechanism(b"user", b"pass"))
     greeting = conn.start()
     assert greeting[12:17] == b"PLAIN" and greeting[32] == 0
     conn.receive_data(raw_greeting(mechanism=b"PLAIN", as_server=1))
@@ -256,11 +256,11 @@ def test_server_refuses_second_hello_after_welcome() -> None:
 
 
 def test_client_refuses_welcome_with_data_and_early_ready() -> None:
-    conn = Connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
+    conn = connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
     conn.start()
     with pytest.raises(ProtocolError, match="WELCOME"):
         conn.receive_data(raw_greeting(mechanism=b"PLAIN") + raw_command(b"WELCOME", b"x"))
-    conn = Connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
+    conn = connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
     conn.start()
     with pytest.raises(ProtocolError, match="unexpected READY"):
         conn.receive_data(raw_greeting(mechanism=b"PLAIN") + raw_command(b"READY"))
@@ -344,7 +344,7 @@ def test_libzmq_plain_server_admits_our_client(ctx: zmq.Context[Any]) -> None:
     server = zmq_socket(ctx, zmq.ROUTER, plain_server=True)
     peer = RawPeer(
         connect_raw(server),
-        Connection("DEALER", mechanism=PlainClientMechanism(b"admin", b"secret")),
+        connection("DEALER", mechanism=PlainClientMechanism(b"admin", b"secret")),
     )
     with peer.sock, server:
         events = peer.handshake()
@@ -363,7 +363,7 @@ def test_libzmq_plain_server_refuses_our_client(ctx: zmq.Context[Any]) -> None:
     server = zmq_socket(ctx, zmq.ROUTER, plain_server=True)
     peer = RawPeer(
         connect_raw(server),
-        Connection("DEALER", mechanism=PlainClientMechanism(b"admin", b"wrong")),
+        connection("DEALER", mechanism=PlainClientMechanism(b"admin", b"wrong")),
     )
     with peer.sock, server:
         # the bytes libzmq sends are "^RROR" "\x03400" (see the next tests)
@@ -383,7 +383,7 @@ def test_libzmq_plain_client_admitted_by_our_server(
 ) -> None:
     client = zmq_socket(ctx, zmq.DEALER, plain_username=b"admin", plain_password=b"secret")
     peer = RawPeer(
-        accept_from(client, listener), Connection("ROUTER", mechanism=PlainServerMechanism())
+        accept_from(client, listener), connection("ROUTER", mechanism=PlainServerMechanism())
     )
     with peer.sock, client:
         client.send_multipart([b"hi", b"there"])
@@ -402,7 +402,7 @@ def test_libzmq_plain_client_refused_by_our_server(
     client = zmq_socket(ctx, zmq.DEALER, plain_username=b"admin", plain_password=b"nope")
     monitor = watch(client)
     peer = RawPeer(
-        accept_from(client, listener), Connection("ROUTER", mechanism=PlainServerMechanism())
+        accept_from(client, listener), connection("ROUTER", mechanism=PlainServerMechanism())
     )
     with peer.sock, client, monitor:
         with pytest.raises(ProtocolError, match="400"):
@@ -416,7 +416,7 @@ def test_libzmq_plain_client_refused_by_our_server(
 
 
 def test_libzmq_plain_error_quirk_is_read_as_error() -> None:
-    conn = Connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
+    conn = connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
     conn.start()
     events = conn.receive_data(raw_greeting(mechanism=b"PLAIN") + b"\x04\x09^RROR\x03400")
     assert events == [PeerError("400")]

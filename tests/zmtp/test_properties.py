@@ -27,14 +27,14 @@ from trizmq.zmtp import (
     curve_keypair,
 )
 
-from .helpers import ConnectionPair, raw_command, raw_frame, raw_greeting, raw_ready
+from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting, raw_ready
 
 SERVER_PUBLIC, SERVER_SECRET = curve_keypair()
 CLIENT_PUBLIC, CLIENT_SECRET = curve_keypair()
 
 
 def _valid_hello() -> bytes:
-    client = Connection(
+    client = connection(
         "DEALER", mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET)
     )
     client.start()
@@ -46,9 +46,9 @@ def _valid_hello() -> bytes:
 VALID_HELLO = _valid_hello()
 
 FRESH: dict[str, Callable[[], Connection]] = {
-    "NULL": lambda: Connection("DEALER"),
-    "PLAIN": lambda: Connection("ROUTER", mechanism=PlainServerMechanism()),
-    "CURVE": lambda: Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
+    "NULL": lambda: connection("DEALER"),
+    "PLAIN": lambda: connection("ROUTER", mechanism=PlainServerMechanism()),
+    "CURVE": lambda: connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET)),
 }
 
 COMMAND_NAMES = [
@@ -164,16 +164,16 @@ def test_fresh_connection_split_anywhere(case: tuple[str, bytes], cuts: list[int
 
 def handshaken_pair(name: str) -> ConnectionPair:
     if name == "NULL":
-        client, server = Connection("DEALER"), Connection("ROUTER")
+        client, server = connection("DEALER"), connection("ROUTER")
     elif name == "PLAIN":
-        client = Connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
-        server = Connection("ROUTER", mechanism=PlainServerMechanism())
+        client = connection("DEALER", mechanism=PlainClientMechanism(b"u", b"p"))
+        server = connection("ROUTER", mechanism=PlainServerMechanism())
     else:
-        client = Connection(
+        client = connection(
             "DEALER",
             mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET),
         )
-        server = Connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
+        server = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
     pair = ConnectionPair(client, server)
     for _ in range(3):
         pair.pump()

@@ -27,7 +27,7 @@ from trizmq.zmtp import (
     SubscriptionRefused,
 )
 
-from .helpers import feed, handshaken, raw_command, raw_frame
+from .helpers import connection, feed, handshaken, raw_command, raw_frame
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -328,4 +328,4 @@ def test_a_connection_discarding_stays_deep_copyable() -> None:
 
 def test_a_bad_bound_is_a_local_error() -> None:
     with pytest.raises(ValueError, match="max_subscription"):
-        Connection("PUB", max_subscription=-2)
+        connection("PUB", max_subscription=-2)

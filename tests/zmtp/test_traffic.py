@@ -8,7 +8,7 @@ import pytest
 
 from trizmq.zmtp import Connection, Ping, ProtocolError, Subscribe
 
-from .helpers import feed, handshaken, raw_command, raw_frame, raw_greeting, raw_ready
+from .helpers import connection, feed, handshaken, raw_command, raw_frame, raw_greeting, raw_ready
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def _stream() -> bytes:
 
 
 def _parse_in_pieces(*pieces: bytes) -> list[object]:
-    conn = Connection("DEALER")
+    conn = connection("DEALER")
     conn.start()
     events: list[object] = []
     for piece in pieces:
@@ -134,7 +134,7 @@ def test_split_three_ways_and_byte_by_byte() -> None:
         for second in range(cut, len(data), 17):
             pieces = (data[:cut], data[cut:second], data[second:])
             assert _parse_in_pieces(*pieces) == whole, (cut, second)
-    conn = Connection("DEALER")
+    conn = connection("DEALER")
     conn.start()
     assert feed(conn, data, chunk=1) == whole
 

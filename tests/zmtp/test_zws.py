@@ -27,12 +27,14 @@ from trizmq.zmtp.events import Cancel, HandshakeComplete, Ping, Subscribe, Subsc
 from trizmq.zmtp.plain import PlainClientMechanism, PlainServerMechanism
 from trizmq.zmtp.zws import MAX_HTTP_HEAD, ZwsConnection, offered_protocols
 
+from .helpers import zws_connection
+
 
 def pair(
     client_type: str = "DEALER", server_type: str = "ROUTER", **server_kw: object
 ) -> tuple[ZwsConnection, ZwsConnection, list[object], list[object]]:
-    client = ZwsConnection(client_type, client=True, host="h:1", path="/zmq", identity=b"me")
-    server = ZwsConnection(server_type, client=False, host="h:1", path="/zmq", **server_kw)  # type: ignore[arg-type]
+    client = zws_connection(client_type, client=True, host="h:1", path="/zmq", identity=b"me")
+    server = zws_connection(server_type, client=False, host="h:1", path="/zmq", **server_kw)  # type: ignore[arg-type]
     got_client: list[object] = []
     got_server: list[object] = []
     got_server += server.receive_data(client.start()) if server.start() == b"" else []
@@ -102,14 +104,14 @@ def test_websocket_ping_is_a_ping_event_answered_by_a_pong_frame() -> None:
 
 
 def test_plain_over_zws() -> None:
-    client = ZwsConnection(
+    client = zws_connection(
         "PUSH",
         client=True,
         host="h:1",
         path="/",
         mechanism=PlainClientMechanism(b"admin", b"secret"),
     )
-    server = ZwsConnection(
+    server = zws_connection(
         "PULL", client=False, host="h:1", path="/", mechanism=PlainServerMechanism()
     )
     server.start()
@@ -128,7 +130,7 @@ def raw_client(protocols: list[str], path: str = "/zmq") -> tuple[WSConnection, 
 
 def test_no_mechanism_zws20_exchanges_routing_ids() -> None:
     """What a browser's small client offers: ZWS2.0, each side's first message its id."""
-    server = ZwsConnection("ROUTER", client=False, host="h:1", path="/zmq", identity=b"srv")
+    server = zws_connection("ROUTER", client=False, host="h:1", path="/zmq", identity=b"srv")
     ws, request = raw_client(["ZWS2.0"])
     assert server.receive_data(request) == []
     assert server.protocol == "ZWS2.0"
@@ -147,14 +149,14 @@ def test_no_mechanism_zws20_exchanges_routing_ids() -> None:
 
 
 def test_server_takes_the_clients_first_fitting_offer() -> None:
-    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    server = zws_connection("PULL", client=False, host="h:1", path="/zmq")
     _, request = raw_client(["ZWS2.0/PLAIN", "ZWS2.0", "ZWS2.0/NULL"])
     server.receive_data(request)
     assert server.protocol == "ZWS2.0"
 
 
 def test_no_fitting_protocol_is_refused_with_400() -> None:
-    server = ZwsConnection(
+    server = zws_connection(
         "PULL", client=False, host="h:1", path="/zmq", mechanism=PlainServerMechanism()
     )
     ws, request = raw_client(offered_protocols(b"NULL"))
@@ -166,7 +168,7 @@ def test_no_fitting_protocol_is_refused_with_400() -> None:
 
 
 def test_another_path_is_refused_with_404() -> None:
-    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    server = zws_connection("PULL", client=False, host="h:1", path="/zmq")
     ws, request = raw_client(["ZWS2.0/NULL"], path="/other")
     with pytest.raises(ProtocolError, match="'/other'"):
         server.receive_data(request)
@@ -175,7 +177,7 @@ def test_another_path_is_refused_with_404() -> None:
 
 
 def test_client_refused_by_the_server_says_so() -> None:
-    client = ZwsConnection("PUSH", client=True, host="h:1", path="/zmq")
+    client = zws_connection("PUSH", client=True, host="h:1", path="/zmq")
     ws = WSConnection(ConnectionType.SERVER)
     ws.receive_data(client.start())
     list(ws.events())
@@ -190,7 +192,7 @@ def open_server(
     socket_type: str = "PULL", peer_type: bytes = b"PUSH", **kw: object
 ) -> tuple[ZwsConnection, WSConnection]:
     """A server past the upgrade and the NULL handshake, and the raw client talking to it."""
-    server = ZwsConnection(socket_type, client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
+    server = zws_connection(socket_type, client=False, host="h:1", path="/zmq", **kw)  # type: ignore[arg-type]
     ws, request = raw_client(["ZWS2.0/NULL"])
     server.receive_data(request)
     ws.receive_data(server.data_to_send())
@@ -255,7 +257,7 @@ def test_malformed_zws_messages_are_refused(payload: bytes, reason: str) -> None
 
 
 def test_an_endless_http_head_is_refused() -> None:
-    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    server = zws_connection("PULL", client=False, host="h:1", path="/zmq")
     head = b"GET /zmq HTTP/1.1\r\nHost: h\r\nX-Junk: " + b"a" * (MAX_HTTP_HEAD + 10)
     with pytest.raises(ProtocolError, match="bad WebSocket upgrade"):
         for i in range(0, len(head), 4096):
@@ -449,7 +451,7 @@ def test_other_types_over_ws_ignore_the_bound() -> None:
 
 def open_client(socket_type: str = "DEALER") -> tuple[ZwsConnection, WSConnection]:
     """A client past the upgrade and the NULL handshake, and the raw server talking to it."""
-    client = ZwsConnection(socket_type, client=True, host="h:1", path="/zmq")
+    client = zws_connection(socket_type, client=True, host="h:1", path="/zmq")
     ws = WSConnection(ConnectionType.SERVER)
     ws.receive_data(client.start())
     list(ws.events())
@@ -465,7 +467,7 @@ def open_client(socket_type: str = "DEALER") -> tuple[ZwsConnection, WSConnectio
 
 
 def test_frames_after_the_request_in_the_same_read_are_read() -> None:
-    server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+    server = zws_connection("PULL", client=False, host="h:1", path="/zmq")
     ws, request = raw_client(["ZWS2.0/NULL"])
     ready = b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
     # (a client waits for the 101 before it sends: this one did not)
@@ -476,7 +478,7 @@ def test_frames_after_the_request_in_the_same_read_are_read() -> None:
     list(ws.events())
     wire = request + ws.send(BytesMessage(data=ready)) + ws.send(BytesMessage(data=b"\x00hi"))
     for cut in (len(request) - 1, len(request), len(request) + 3):
-        server = ZwsConnection("PULL", client=False, host="h:1", path="/zmq")
+        server = zws_connection("PULL", client=False, host="h:1", path="/zmq")
         got = server.receive_data(wire[:cut]) + server.receive_data(wire[cut:])
         assert isinstance(got[0], HandshakeComplete) and got[1:] == [[b"hi"]]
 

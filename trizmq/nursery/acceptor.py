@@ -117,7 +117,7 @@ async def _serve(
     peer = runtime.peers.new_peer(endpoint, *runtime.new_pipes())
     peer.remote_address = address
     try:
-        codec = transport.codec(runtime.socket_type, options, bound, client=False)
+        codec = transport.codec(runtime.socket_kind, options, bound, client=False)
         actor = ConnectionActor(runtime, stream, peer, codec)
         await actor.run(kept=False, handshake_done=admission.release, slot=admission.slot)
     finally:

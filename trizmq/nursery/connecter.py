@@ -115,7 +115,7 @@ class Connecter:
             peer = runtime.peers.new_peer(str(self.endpoint), *runtime.new_pipes())
         self.current = peer
         codec = self.transport.codec(
-            runtime.socket_type, runtime.options, self.endpoint, client=True
+            runtime.socket_kind, runtime.options, self.endpoint, client=True
         )
         try:
             return await ConnectionActor(runtime, stream, peer, codec).run(kept=peer is self.kept)

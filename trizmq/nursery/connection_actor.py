@@ -15,20 +15,23 @@ Rules:
 * A peer the socket refuses after the handshake (a PAIR that is taken) is told why
   with an ERROR, so that it backs off instead of reconnecting at once.
 
-Counting: the actor counts what its reader (and a read-through) hands to the peer's
-incoming pipe, once per read: the messages; their payload bytes are the codec's
+Inbound: the reader task and a read-through both drive one step,
+:meth:`ConnectionActor.received` (the peer was heard; the codec parses the bytes;
+what they completed goes to the peer's incoming pipe), and meet its end the same way.
+PINGs and PONGs are the connection's :class:`~trizmq.nursery.heartbeat.Heartbeat`'s.
+
+Counting: what a read hands to the peer's incoming pipe is counted there, once per
+read (``Pipe.extend_counted``): the messages; their payload bytes are the codec's
 count (``Codec.received_bytes``), which the peer reads while the connection lives
-(``Peer.reading``) and its pipe keeps afterwards. It notes why the connection ended
-(:attr:`cause`) and reports that, or why its handshake failed, to the socket's
-counts; a PING's round trip is timed from the write of the oldest unanswered PING
-to the next PONG.
+(``Peer.reading``) and its pipe keeps afterwards. The actor notes why the connection
+ended (:attr:`cause`) and reports that, or why its handshake failed, to the
+socket's counts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -37,25 +40,17 @@ from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
 from ..patterns.backoff import Outcome
-from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError
-from ..zmtp.events import (
-    Cancel,
-    Join,
-    Leave,
-    PeerError,
-    Ping,
-    Pong,
-    Subscribe,
-    SubscriptionRefused,
-)
+from ..zmtp.events import PeerError, Ping, Pong
+from ..zmtp.outbound import Outbound
+from ..zmtp.queue_items import INCOMING_COMMANDS, INCOMING_MESSAGES, payload
 from .fastpath.direct_io import RawInput, RawSocket
 from .fastpath.read_through import ReadThrough
 from .fastpath.tls_input import TlsInput
 from .fastpath.write_through import RawOutput
 from .handshake_io import _ConnectionLost, handshake
-from .heartbeat import run_heartbeat
-from .pipe import Pipe, payload
+from .heartbeat import Heartbeat
+from .pipe import Pipe
 from .reader import STREAM_ERRORS, StreamInput, run_reader
 from .slots import _HandshakeCut
 from .writer import StreamOutput, run_writer
@@ -71,9 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["ConnectionActor"]
 
 log = logging.getLogger("trizmq")
-
-_PEER_COMMANDS = (Subscribe, Cancel, SubscriptionRefused, Join, Leave)
-
 
 class ConnectionActor:
     """One stream connection: handshake, attach or refuse, then read, write, beat."""
@@ -97,24 +89,16 @@ class ConnectionActor:
         self.fast: FastPath | None = runtime.fast
         #: how the connection ended (REFUSED after a protocol violation)
         self.outcome = Outcome.DONE
-        #: with heartbeats on: when the peer was last heard from (infinity while the
-        #: reader stops for back-pressure: the peer is not silent then)
-        self.heartbeats = bool(runtime.options.heartbeat_ivl)
-        self.last_heard = trio.current_time()
-        #: when the writer wrote the first PING since the heartbeat task last asked
-        #: (infinity: not yet); the heartbeat timeout counts from it
-        self.ping_written = math.inf
-        #: the TTL of a PING that ended the last read: the wait for the next read may
-        #: last no longer (0: none); any data read clears it
-        self.peer_ttl = 0.0
+        #: the PING/PONG state: the peer's silence, our PINGs, the peer's TTL
+        self.heartbeat = Heartbeat(peer, runtime.options)
         #: the codec's count of commands parsed, when :meth:`deliver_parsed` last looked
         self._commands_seen = 0
-        #: when the oldest PING not answered yet was written (infinity: none is)
-        self._ping_at = math.inf
         #: why the connection ended, once something ended it (see _stats.DISCONNECT_CAUSES)
         self.cause: str | None = None
         self.input: Input = StreamInput(stream)
         self.output: Output = StreamOutput(stream, peer.out_pipe)
+        #: the sending half in traffic (made once the handshake is done: _choose_io)
+        self.outbound: Outbound
         self._scope: trio.CancelScope | None = None
 
     @property
@@ -129,46 +113,17 @@ class ConnectionActor:
         if self.cause is None:
             self.cause = cause
 
-    def pinged(self) -> None:
-        """The writer wrote a PING: the heartbeat's timeout and the round trip start."""
-        now = trio.current_time()
-        if self.ping_written == math.inf:
-            self.ping_written = now  # for the heartbeat task
-        if self._ping_at == math.inf:
-            self._ping_at = now
-        self.peer.pings += 1
-
-    def ponged(self) -> None:
-        """A PONG arrived: the round trip of the oldest unanswered PING."""
-        if self._ping_at == math.inf:
-            return  # an answer to a PING whose round trip is measured already
-        rtt = trio.current_time() - self._ping_at
-        self._ping_at = math.inf
-        peer = self.peer
-        peer.rtt = rtt
-        mean = peer.rtt_mean
-        # weight 1/8 per new sample, as TCP's smoothed round-trip time
-        peer.rtt_mean = rtt if mean is None else mean + (rtt - mean) / 8
-
-    @staticmethod
-    def _counted(pipe: Pipe, messages: int) -> None:
-        """``messages`` entered ``pipe`` (their bytes are the codec's count)."""
-        pipe.passed += messages
-        count = len(pipe._items)
-        if count > pipe.peak:
-            pipe.peak = count
-
-    def heard(self) -> None:
-        """The peer sent something: it answered (stops the heartbeat timeout), and a
-        PING's TTL no longer applies."""
-        if self.heartbeats:
-            self.last_heard = trio.current_time()
-        self.peer_ttl = 0.0
+    def received(self, data: bytes | bytearray) -> None:
+        """One read's bytes, from the reader or a read-through: the peer was heard,
+        and what they completed goes to the peer's incoming pipe. ``ProtocolError``
+        for a violation (the caller ends the connection: :meth:`refuse`)."""
+        self.heartbeat.heard()
+        self.deliver_parsed(self.codec.receive_data(data))
 
     def deliver_parsed(self, events: list[Received]) -> None:
         """:meth:`deliver` what one ``receive_data`` call returned: when the codec
         parsed no command meanwhile, the batch is all messages and goes to the pipe
-        as it is, without a look at each (the reader calls :meth:`heard` first)."""
+        as it is, without a look at each."""
         seen = self.codec.commands_parsed
         if seen == self._commands_seen:
             if events:
@@ -183,42 +138,38 @@ class ConnectionActor:
             return
         peer = self.peer
         pipe = peer.in_pipe
-        if len(events) == 1 and events[0].__class__ in MESSAGE_CLASSES:
+        if len(events) == 1 and events[0].__class__ in INCOMING_MESSAGES:
             # one message, the usual case of a request or a reply
-            pipe.put(events[0])
-            self._counted(pipe, 1)
+            pipe.put_counted(events[0])
             return
         wants_commands = self.runtime.strategy.wants_commands
+        heartbeat = self.heartbeat
         batch: list[object] = []
         messages = 0
         for event in events:
             cls = event.__class__
-            if cls in MESSAGE_CLASSES:
+            if cls in INCOMING_MESSAGES:
                 batch.append(event)
                 messages += 1
-            elif cls in _PEER_COMMANDS:
+            elif cls in INCOMING_COMMANDS:
                 if wants_commands:
                     batch.append(event)
-            elif event.__class__ is Ping:
-                peer.out_pipe.put(Pong(event.context))
-                if event.ttl:
-                    self.peer_ttl = event.ttl
-            elif event.__class__ is Pong:
-                self.ponged()
-            elif event.__class__ is PeerError:
+            elif cls is Ping:
+                peer.out_pipe.put(heartbeat.ping_received(event))  # type: ignore[arg-type]
+            elif cls is Pong:
+                heartbeat.pong_received()
+            elif cls is PeerError:
                 self._lost(batch)
-                raise ProtocolError(f"peer sent ERROR: {event.reason}", cause="peer_error")
+                raise ProtocolError(f"peer sent ERROR: {event.reason}", cause="peer_error")  # type: ignore[union-attr]
             # unknown commands carry nothing for the socket
-        if self.peer_ttl and events[-1].__class__ is not Ping:
-            self.peer_ttl = 0.0  # traffic after the PING: its TTL no longer applies
-        if batch:
-            pipe.extend(batch)
-        self._counted(pipe, messages)
+        if heartbeat.peer_ttl and events[-1].__class__ is not Ping:
+            heartbeat.traffic()  # traffic after the PING: its TTL no longer applies
+        pipe.extend_counted(batch, messages)
 
     def _lost(self, batch: list[object]) -> None:
         """The messages of ``batch``, parsed (their bytes counted by the codec), are not
         delivered: the connection ends (dropped at a ``"disconnect"``)."""
-        messages = [item for item in batch if item.__class__ in MESSAGE_CLASSES]
+        messages = [item for item in batch if item.__class__ in INCOMING_MESSAGES]
         if messages:
             pipe = self.peer.in_pipe
             pipe.octets -= sum(map(payload, messages))
@@ -301,7 +252,9 @@ class ConnectionActor:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(run_writer, self)
                     if runtime.options.heartbeat_ivl:
-                        nursery.start_soon(run_heartbeat, self)
+                        nursery.start_soon(
+                            self.heartbeat.run, self, runtime.options, peer.out_pipe
+                        )
                     await run_reader(self, leftovers)
                     nursery.cancel_scope.cancel()
         finally:
@@ -374,13 +327,15 @@ class ConnectionActor:
             await self.stream.send_all(self.codec.encode_error(reason))
 
     def _choose_io(self) -> None:
-        """Direct socket I/O on the fast path, where the stream allows it."""
+        """The connection's outbound half, and direct socket I/O on the fast path
+        where the stream allows it."""
         fast = self.fast
+        raw = RawSocket.of(self.stream) if fast is not None else None
+        self.outbound = Outbound(self.codec, zero_copy=raw is not None)
         if fast is None:
             return
-        raw = RawSocket.of(self.stream)
         if raw is None:
             self.input = TlsInput.of(self.stream) or self.input
             return
         self.input = RawInput(raw, ReadThrough(self, raw), fast)
-        self.output = RawOutput(raw, self, fast)
+        self.output = RawOutput(raw, self, fast, self.outbound)

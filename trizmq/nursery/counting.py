@@ -17,7 +17,7 @@ received                   the reader, as a read's messages enter the incoming p
                            XPUB's own queue (its notifications, as the application takes
                            them; its peers' messages, as they leave it)
 drops ``hwm``              the pipe that refused at its mark (``Pipe.refused``), counted a
-                           drop where the type drops (:data:`DROPS_AT_HWM`); a ROUTER's
+                           drop where the type drops (its row's ``drops_at_hwm``); a ROUTER's
                            send; a DISH's udp receiver
 drops ``no_route``         the ROUTER, SERVER, PEER or STREAM strategy
 drops ``conflate``         the conflating pipe (``ConflatePipe``)
@@ -55,21 +55,14 @@ from .._stats import (
     PeerStats,
     SocketStats,
 )
-from ..patterns.sockets.draft import ServerStrategy
-from ..patterns.sockets.pubsub import PubStrategy, XPubStrategy
-from ..patterns.sockets.radiodish import RadioStrategy
 from .pipe import LinkPipe
 
 if TYPE_CHECKING:
-    from ..patterns.sockets.base import SocketStrategy
+    from ..patterns.sockets import SocketStrategy
     from .parents import CountsParent
     from .peers import Peer
 
-__all__ = ["DROPS_AT_HWM", "SocketCounts", "peer_stats"]
-
-#: the socket types for which a message refused at a peer's mark is dropped (the
-#: others wait, or raise ``trio.WouldBlock``: an error, not a drop)
-DROPS_AT_HWM = frozenset({"PUB", "XPUB", "RADIO", "REP", "ROUTER", "XSUB"})
+__all__ = ["SocketCounts", "peer_stats"]
 
 #: the runtime's transport counters that are drops, and their reasons
 _TRANSPORT_DROPS = {
@@ -79,33 +72,17 @@ _TRANSPORT_DROPS = {
 }
 
 
-def _routing_id(peer: Peer, strategy: SocketStrategy) -> bytes | None:
-    if peer.routing_id is not None:
-        return peer.routing_id
-    if isinstance(strategy, ServerStrategy):
-        rid = strategy.ids.get(peer)
-        return None if rid is None else rid.to_bytes(4, "big")
-    return None
-
-
-def _subscriptions(peer: Peer, strategy: SocketStrategy) -> int:
-    if isinstance(strategy, PubStrategy):
-        return strategy.subscribers.held_by(peer)
-    if isinstance(strategy, RadioStrategy):
-        return len(strategy.groups_of(peer))
-    return 0
-
-
-def peer_stats(peer: Peer, socket_type: str, strategy: SocketStrategy) -> PeerStats:
-    """One peer's figures, from its pipes' counters and what they hold now."""
+def peer_stats(peer: Peer, drops_at_hwm: bool, strategy: SocketStrategy) -> PeerStats:
+    """One peer's figures, from its pipes' counters and what they hold now;
+    ``drops_at_hwm``: the socket's type drops what a full queue refuses."""
     out, inp = peer.out_pipe, peer.in_pipe
-    queued_out, waiting_bytes = out.queued(bare=False)
+    queued_out, waiting_bytes = out.queued()
     if out.exits:
         # counted as they left: what was handed to the queue is that and what waits
         sent, bytes_sent = out.passed + queued_out, out.octets + waiting_bytes
     else:
         sent, bytes_sent = out.passed, out.octets
-    queued_in, waiting_bytes = inp.queued(bare=True)
+    queued_in, waiting_bytes = inp.queued()
     received = inp.passed - queued_in - inp.counted("filtered") - inp.counted("conflate")
     if isinstance(inp, LinkPipe):
         bytes_received = 0  # an inproc link counts messages, not their bytes
@@ -120,13 +97,13 @@ def peer_stats(peer: Peer, socket_type: str, strategy: SocketStrategy) -> PeerSt
             - inp.counted("conflate_bytes")
         )
     drops = dict.fromkeys(DROP_REASONS, 0)
-    drops["hwm"] = (out.refused if socket_type in DROPS_AT_HWM else 0) + inp.counted("hwm")
+    drops["hwm"] = (out.refused if drops_at_hwm else 0) + inp.counted("hwm")
     drops["conflate"] = out.counted("conflate") + inp.counted("conflate")
     drops["disconnect"] = out.counted("disconnect") + inp.counted("disconnect")
     return PeerStats(
         endpoint=peer.endpoint,
         remote=peer.remote_address or None,
-        routing_id=_routing_id(peer, strategy),
+        routing_id=strategy.shown_routing_id(peer),
         messages_sent=sent,
         messages_received=received,
         bytes_sent=bytes_sent,
@@ -139,7 +116,7 @@ def peer_stats(peer: Peer, socket_type: str, strategy: SocketStrategy) -> PeerSt
         pings_sent=peer.pings,
         rtt=peer.rtt,
         rtt_mean=peer.rtt_mean,
-        subscriptions=_subscriptions(peer, strategy),
+        subscriptions=strategy.subscriptions_of(peer),
         filtered=inp.counted("filtered"),
     )
 
@@ -192,8 +169,10 @@ class SocketCounts:
     peer table report to it.
     """
 
-    def __init__(self, socket_type: str) -> None:
+    def __init__(self, socket_type: str, drops_at_hwm: bool) -> None:
         self.socket_type = socket_type
+        #: the type drops what a full queue refuses (its row's ``drops_at_hwm``)
+        self.drops_at_hwm = drops_at_hwm
         #: counts by event (:data:`~trizmq._stats.CONNECTION_EVENTS`)
         self.connections = dict.fromkeys(CONNECTION_EVENTS, 0)
         self.disconnect_causes = dict.fromkeys(DISCONNECT_CAUSES, 0)
@@ -231,7 +210,7 @@ class SocketCounts:
     def retire(self, peer: Peer, strategy: SocketStrategy) -> None:
         """``peer`` left for good: its figures join the totals (once its input is read)."""
         if not peer.in_pipe:
-            self._departed.add(peer_stats(peer, self.socket_type, strategy))
+            self._departed.add(peer_stats(peer, self.drops_at_hwm, strategy))
             return
         draining = self._draining
         draining.append((peer, strategy))
@@ -245,7 +224,7 @@ class SocketCounts:
         kept: list[tuple[Peer, SocketStrategy]] = []
         waiting: list[PeerStats] = []
         for peer, owner in self._draining:
-            stats = peer_stats(peer, self.socket_type, owner)
+            stats = peer_stats(peer, self.drops_at_hwm, owner)
             if stats.queued_in:
                 kept.append((peer, owner))
                 waiting.append(stats)
@@ -259,9 +238,9 @@ class SocketCounts:
         """Every figure of the socket now (see the module docstring)."""
         strategy = runtime.strategy
         strategy.flush()  # a publisher's gathered messages are counted as they queue
-        socket_type = self.socket_type
+        drops_at_hwm = self.drops_at_hwm
         peers = tuple(
-            peer_stats(peer, socket_type, strategy) for peer in runtime.peers if peer.attached
+            peer_stats(peer, drops_at_hwm, strategy) for peer in runtime.peers if peer.attached
         )
         draining = self._fold_drained() if self._draining else []
         totals = self._departed.copy()
@@ -271,21 +250,14 @@ class SocketCounts:
         drops["no_route"] += strategy.no_route
         for counter, reason in _TRANSPORT_DROPS.items():
             drops[reason] += runtime.counters[counter]
-        received, received_bytes = totals.messages_received, totals.bytes_received
-        queued_in = sum([stats.queued_in for stats in (*peers, *draining)])
-        if isinstance(strategy, XPubStrategy):
-            # its application reads its own queue: peers' messages that wait there are
-            # not received yet, and its subscription notifications are its own
-            received += strategy.notices_taken - strategy.peer_messages_waiting
-            received_bytes += strategy.notice_bytes_taken - strategy.peer_bytes_waiting
-            queued_in += len(strategy.pending)
-        subscriptions = refused = 0
-        if isinstance(strategy, PubStrategy):
-            subscriptions, refused = strategy.subscribers.total, strategy.refused
-        elif isinstance(strategy, RadioStrategy):
-            subscriptions, refused = strategy.joins, strategy.refused
+        # what the strategy's own queue adds (an XPUB's), and its subscriptions
+        received, received_bytes, queued_in = strategy.own_counts()
+        received += totals.messages_received
+        received_bytes += totals.bytes_received
+        queued_in += sum([stats.queued_in for stats in (*peers, *draining)])
+        subscriptions, refused = strategy.subscription_totals()
         return SocketStats(
-            socket_type=socket_type,
+            socket_type=self.socket_type,
             messages_sent=totals.messages_sent,
             messages_received=received,
             bytes_sent=totals.bytes_sent,

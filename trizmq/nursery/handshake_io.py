@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._zap import ZAP_VERSION, current_authenticator
-from ..patterns.sockets.base import MESSAGE_CLASSES
 from ..zmtp import ProtocolError, ZapReply, ZapRequest, decode_metadata
 from ..zmtp.events import Cancel, Join, Leave, PeerError, Ping, Subscribe
+from ..zmtp.queue_items import INCOMING_MESSAGES
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -47,7 +47,7 @@ RECEIVE_SIZE = 256 * 1024
 #: what the handshake hands on of the traffic parsed with its last bytes: messages
 #: (lists of frames, or a one-frame message's bytes: ``Codec.bare_messages``) and the
 #: commands the connection acts on (a PING among them is answered like any other)
-_TRAFFIC = (*MESSAGE_CLASSES, Subscribe, Cancel, Join, Leave, Ping)
+_TRAFFIC = (*INCOMING_MESSAGES, Subscribe, Cancel, Join, Leave, Ping)
 _SEND_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 

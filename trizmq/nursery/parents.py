@@ -14,9 +14,9 @@ every other parent is the socket's ``SocketRuntime``):
 * the connection actor: :class:`ConnectionParent`; the acceptor:
   :class:`AcceptorParent`; the connecter: :class:`ConnecterParent`; the snapshot
   of the socket's counts: :class:`CountsParent`;
-* the reader: :class:`ReaderParent`; the writer: :class:`WriterParent`; the
-  heartbeat: :class:`HeartbeatParent` (the last two read the socket through the
-  connection as a :class:`SocketState`);
+* the reader: :class:`ReaderParent`; the writer: :class:`WriterParent` (which reads
+  the socket through the connection as a :class:`SocketState`); the heartbeat task
+  sees its connection as ``heartbeat.HeartbeatParent``;
 * the fast path: :class:`ReadThroughParent` (its read-through) and
   :class:`ConnectionCodec` (its write-through);
 * the acceptor, the connecter and the connection actor report to the socket's
@@ -43,11 +43,14 @@ if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
     from ..patterns.sockets.base import SocketStrategy
+    from ..patterns.sockets.socket_type import SocketType
     from ..transport.base import Codec
     from ..zmtp import ProtocolError
     from ..zmtp.connection import Received
     from ..zmtp.encoding import Buffer
+    from ..zmtp.outbound import Outbound
     from .handshake_io import Zap
+    from .heartbeat import Heartbeat
     from .peers import Peer, PeerTable
     from .pipe import Pipe
     from .slots import HandshakeSlots
@@ -59,7 +62,6 @@ __all__ = [
     "ConnectionParent",
     "Counts",
     "CountsParent",
-    "HeartbeatParent",
     "Input",
     "Output",
     "ReadThroughParent",
@@ -113,6 +115,11 @@ class ConnectionParent(SocketState, Protocol[FastT_co]):
 
     @property
     def socket_type(self) -> str: ...
+
+    @property
+    def socket_kind(self) -> SocketType:
+        """The socket's type: its row of the socket-type table."""
+        ...
 
     @property
     def strategy(self) -> SocketStrategy: ...
@@ -185,8 +192,8 @@ class Input(Protocol):
         """The connection ended."""
         ...
 
-    async def receive(self, ttl: float) -> bytes | bytearray | None:
-        """The next bytes, b"" at the end, None when ``ttl`` (if not 0) passed."""
+    async def receive(self) -> bytes | bytearray:
+        """The next bytes, b"" at the end."""
         ...
 
     async def after(self, size: int, pipe: Pipe) -> None:
@@ -196,11 +203,6 @@ class Input(Protocol):
 
 class Output(Protocol):
     """Where a writer's bytes go."""
-
-    @property
-    def zero_copy(self) -> bool:
-        """May big frames be written from the sender's own object?"""
-        ...
 
     async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
@@ -231,12 +233,8 @@ class ReadThroughParent(ConnectionCodec, Protocol):
     path's read-through, ``ReadThrough``, and the reader): the calls that hand a
     read on and that end the connection the way the reader would."""
 
-    def heard(self) -> None:
-        """The peer sent something."""
-        ...
-
-    def deliver_parsed(self, events: list[Received]) -> None:
-        """Hand what one ``receive_data`` call returned to the peer's incoming pipe."""
+    def received(self, data: bytes | bytearray) -> None:
+        """One read's bytes: the peer was heard, and what they completed goes on."""
         ...
 
     def refuse(self, exc: ProtocolError) -> None:
@@ -258,20 +256,14 @@ class ReadThroughParent(ConnectionCodec, Protocol):
 
 class ReaderParent(ReadThroughParent, Protocol):
     """A connection, as its reader sees it: a read-through's calls, plus where its
-    bytes come from, the heartbeat clock it keeps (``last_heard``, written while
-    back-pressure stops it) and the TTL that bounds its next read."""
-
-    #: when the peer was last heard from (infinity while the reader stops)
-    last_heard: float
+    bytes come from and its heartbeat (told when back-pressure stops the reader; the
+    TTL that bounds its next read)."""
 
     @property
     def input(self) -> Input: ...
 
     @property
-    def heartbeats(self) -> bool: ...
-
-    @property
-    def peer_ttl(self) -> float: ...
+    def heartbeat(self) -> Heartbeat: ...
 
     @property
     def where(self) -> str: ...
@@ -286,9 +278,9 @@ class ReaderParent(ReadThroughParent, Protocol):
 
 
 class WriterParent(ConnectionCodec, Protocol):
-    """A connection, as its writer sees it: where the bytes go, the PING clock it
-    starts, and whether the socket is closing (a closing socket's linger waits on
-    the writers)."""
+    """A connection, as its writer sees it: where the bytes go, its heartbeat (told
+    when a PING is written), and whether the socket is closing (a closing socket's
+    linger waits on the writers)."""
 
     @property
     def output(self) -> Output: ...
@@ -297,37 +289,12 @@ class WriterParent(ConnectionCodec, Protocol):
     def runtime(self) -> SocketState: ...
 
     @property
-    def where(self) -> str: ...
-
-    def pinged(self) -> None:
-        """The writer wrote a PING."""
-        ...
-
-    def ended(self, cause: str) -> None:
-        """Note why the connection ends."""
-        ...
-
-    def close(self) -> None:
-        """End the connection."""
-        ...
-
-
-class HeartbeatParent(Protocol):
-    """A connection, as its heartbeat task sees it: the socket's heartbeat options,
-    the peer's outgoing pipe (a PING goes ahead of the queue), when a PING was
-    written and when the peer was last heard from, and the way to end it."""
-
-    #: when the writer wrote the first PING since the heartbeat asked (infinity: not yet)
-    ping_written: float
+    def heartbeat(self) -> Heartbeat: ...
 
     @property
-    def runtime(self) -> SocketState: ...
-
-    @property
-    def peer(self) -> Peer: ...
-
-    @property
-    def last_heard(self) -> float: ...
+    def outbound(self) -> Outbound:
+        """The connection's sending half (``trizmq.zmtp.outbound``)."""
+        ...
 
     @property
     def where(self) -> str: ...

@@ -1,4 +1,11 @@
-"""One direction of one peer: a bounded, closable FIFO of whole messages.
+r"""One direction of one peer: a bounded, closable FIFO of whole messages.
+
+What it may hold is a closed set of kinds, declared once in
+:mod:`trizmq.zmtp.queue_items` (messages, a publisher's shared ones, the rest of a
+message begun, commands, a hangup; the incoming and the outgoing sets apart). Only
+this module looks inside the queue: whoever else needs something of it (the next
+batch, what is at its head, the rest of a message written in part, the counts)
+asks it with one of its methods.
 
 A pipe is the channel contract of the runtime: bounded by a high-water mark,
 closable, cancellation-safe and batch friendly. It is a ``deque`` plus two
@@ -15,7 +22,13 @@ Strategy:
   must never be dropped and do not count as messages a peer could flood us with.
   A heartbeat PING jumps the queue (:meth:`Pipe.put_next`): it is written with the
   writer's next write, not after a high-water mark's worth of messages.
-* Consumers ``popleft``/``drain``. Transitions wake the other side: empty →
+* Consumers ``popleft``/``drain``; a connection's writer takes its next step with
+  :meth:`Pipe.transmit` (a batch from the head, encoded by the connection's outbound
+  half, ``trizmq.zmtp.outbound``; what that did not hold stays); the sending task's
+  write-through has the head encoded in place (:meth:`Pipe.encode_head`) and tells
+  what the kernel took (:meth:`Pipe.sent`, :meth:`Pipe.sent_alone`), which leaves
+  the rest of a message cut short at the head as
+  :class:`~trizmq.zmtp.queue_items.Unsent`. Transitions wake the other side: empty →
   non-empty calls ``on_input`` (the reading socket's fair queue: this peer has
   input), wakes task(s) parked in :meth:`wait_readable` and calls
   ``on_readable``; at-or-over the mark → under it wakes :meth:`wait_writable`
@@ -26,15 +39,17 @@ Strategy:
   as objects with no encoding.
 
 Counting (``sock.stats()``, see ``trizmq.nursery.counting``): a pipe holds its
-peer direction's counters, but counts nothing on the hot paths itself. Whoever moves
-messages through it in batches counts them, once per batch: the connection's
-writer as it takes messages out of an outgoing pipe (:attr:`Pipe.exits` is True
-there: what was handed to the queue is what left it plus what waits), the reader
-as it hands a read's messages to an incoming pipe. An inproc link has neither, so
-its pipes (:class:`LinkPipe`) count each message as it enters. Rare events are
-counted where they happen: a message refused at the mark (:attr:`Pipe.refused`),
-one replaced under ``conflate``, dropped with a departed peer's queue, or read and
-not delivered (:meth:`Pipe.discarded`, in :attr:`Pipe.tally`).
+peer direction's counters and counts where items are taken and handed over in
+batches, once per batch, from what the encoder reports it framed: an outgoing pipe
+as its items leave it (:meth:`Pipe.transmit`, :meth:`Pipe.sent`; :attr:`Pipe.exits`
+is True there: what was handed to the queue is what left it plus what waits), an
+incoming one as a read's messages enter it (:meth:`Pipe.extend_counted`,
+:meth:`Pipe.put_counted`; their payload bytes are the codec's count). An inproc
+link has neither, so its pipes (:class:`LinkPipe`) count each message as it
+enters. Rare events are counted where they happen: a message refused at the mark
+(:attr:`Pipe.refused`), one replaced under ``conflate``, dropped with a departed
+peer's queue, or read and not delivered (:meth:`Pipe.discarded`, in
+:attr:`Pipe.tally`).
 """
 
 from __future__ import annotations
@@ -42,30 +57,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
-from typing import cast
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
-from ..patterns.sockets.base import Fanout, Queue
+from ..zmtp.queue_items import OUTGOING_MESSAGES, Fanout, Hangup, Unsent, payload
 from .waiters import Waiters
 
-__all__ = ["ConflateLinkPipe", "ConflatePipe", "LinkPipe", "Pipe", "payload", "pipes_for"]
+if TYPE_CHECKING:
+    from ..patterns.sockets.base import Queue
+    from ..zmtp.outbound import Outbound, Transmit
+
+__all__ = ["ConflateLinkPipe", "ConflatePipe", "LinkPipe", "Pipe", "pipes_for"]
 
 _popleft = deque.popleft
-
-
-def payload(item: object) -> int:
-    """The payload bytes (frames' bodies) of a queued message: a list of frames, a
-    one-frame message's ``bytes`` or a publisher's :class:`Fanout`; 0 for anything
-    else (a command)."""
-    cls = item.__class__
-    if cls is list:
-        return sum(map(len, cast("list[bytes]", item)))
-    if cls is bytes:
-        return len(cast("bytes", item))
-    if cls is Fanout:
-        return cast("Fanout", item).size
-    return 0
+_T = TypeVar("_T")
 
 
 class Pipe:
@@ -137,8 +143,9 @@ class Pipe:
     def put_next(self, item: object) -> bool:
         """Queue a command to be taken before every queued message (a heartbeat PING).
 
-        It goes behind only the rest of a message already half written (a ``bytes``
-        item at the head), which must stay whole on the wire. When an item of the
+        It goes behind only the rest of a message already half written (an
+        :class:`~trizmq.zmtp.queue_items.Unsent` at the head), which must stay whole
+        on the wire. When an item of the
         same class already waits there, nothing is added and False is returned: a
         PING not yet written needs no twin. Ignores the mark, like :meth:`put`.
         """
@@ -146,7 +153,7 @@ class Pipe:
         if not items:
             self.put(item)
             return True
-        index = 1 if items[0].__class__ is bytes else 0
+        index = 1 if items[0].__class__ is Unsent else 0
         if index < len(items) and items[index].__class__ is item.__class__:
             return False
         items.insert(index, item)
@@ -248,16 +255,30 @@ class Pipe:
         if was_empty and items:
             self._became_readable()
 
-    def extend_counted(self, batch: Sequence[object]) -> None:
+    def extend_counted(self, batch: Sequence[object], messages: int = -1) -> None:
         """:meth:`extend` with messages that enter, counted as they do (:attr:`passed`,
-        :attr:`peak`): a reader's hand-over of what one read parsed, in one call."""
+        :attr:`peak`): a reader's hand-over of what one read parsed, in one call.
+        ``messages``: how many of ``batch`` are messages (-1: all of them)."""
         items = self._items
         was_empty = not items
         items.extend(batch)
-        self.passed += len(batch)
+        self.passed += len(batch) if messages < 0 else messages
         if len(items) > self.peak:
             self.peak = len(items)
         if was_empty and items:
+            self._became_readable()
+
+    def put_counted(self, item: object, octets: int = 0) -> None:
+        """:meth:`put` of one message that enters, counted as it does (a reader's
+        hand-over of a read's one message, a request or a reply, whose payload bytes
+        the codec counts; a udp receiver's datagram, of ``octets`` payload bytes)."""
+        items = self._items
+        items.append(item)
+        self.passed += 1
+        self.octets += octets
+        if len(items) > self.peak:
+            self.peak = len(items)
+        if len(items) == 1:
             self._became_readable()
 
     def popleft(self) -> object:
@@ -290,6 +311,96 @@ class Pipe:
         consumer that took them is running and goes on with them)."""
         self._items.extendleft(reversed(batch))
 
+    # -- the outgoing side: what a connection's writer and write-through take -----------
+    def transmit(self, outbound: Outbound) -> Transmit:
+        """A writer's step: the next batch from the head, encoded by ``outbound`` (the
+        connection's sending half); what the buffers hold leaves the queue, counted,
+        and the rest stays at the head (the pipe must not be empty)."""
+        batch = self.take(outbound.batch_limit(self._items[0]))
+        transmit = outbound.encode(batch)
+        used = transmit.used
+        if used < len(batch):
+            self._items.extendleft(reversed(batch[used:]))
+        self.passed += transmit.messages
+        self.octets += transmit.payload
+        return transmit
+
+    def encode_head(self, encode: Callable[[Sequence[object]], _T]) -> _T:
+        """The items at the head encoded in place by ``encode`` (a connection's
+        outbound half, ``Outbound.encode_messages`` or ``encode_runs``): read, not
+        taken; :meth:`sent` takes what a write of them took."""
+        return encode(self._items)
+
+    def sent(self, transmit: Transmit, sent: int) -> bool:
+        """A write of ``transmit`` (encoded from the head by :meth:`encode_head`) took
+        its first ``sent`` bytes: the items it wrote leave, counted, the one it cut
+        stays as the bytes still owed for it (an ``Unsent``, counted as it began).
+        True when the queue is empty then."""
+        items = self._items
+        if len(items) > self.peak:
+            self.peak = len(items)
+        count = transmit.used
+        if count == len(items) and sent == transmit.size:
+            items.clear()
+            self.passed += count
+            self.octets += transmit.payload
+            return True
+        whole, rest = transmit.split(sent)
+        for _ in range(whole):
+            items.popleft()
+        if rest is not None:
+            items[0] = Unsent(rest)
+            whole += 1
+        self.passed += whole
+        self.octets += transmit.payload_of(whole)
+        return not items
+
+    def sent_alone(self, wire: Sequence[int], sent: int, size: int) -> bool:
+        """The queue's only item, a message of ``size`` payload bytes encoded as
+        ``wire``, was written through, its first ``sent`` bytes taken: it left
+        (counted), whole or begun (then its rest stays as an ``Unsent``). True when
+        it went whole and nothing else waits."""
+        self.passed += 1
+        self.octets += size
+        if not self.peak:
+            self.peak = 1  # the message was queued alone, to an empty pipe
+        items = self._items
+        if sent < len(wire):
+            # the rest belongs to this connection only: never resent on another
+            items[0] = Unsent(wire[sent:])
+            return False
+        items.popleft()
+        return not items
+
+    def take_counted(self) -> object:
+        """:meth:`popleft` of a message that leaves, counted as it does (a udp
+        sender's datagram)."""
+        items = self._items
+        if len(items) > self.peak:
+            self.peak = len(items)
+        item = self.popleft()
+        self.passed += 1
+        self.octets += payload(item)
+        return item
+
+    def take_hangup(self) -> bool:
+        """Whether a :class:`~trizmq.zmtp.queue_items.Hangup` is at the head (a
+        connection that ends once what was before it is written): taken if so."""
+        items = self._items
+        if items and items[0].__class__ is Hangup:
+            items.popleft()
+            return True
+        return False
+
+    def drop_unsent(self) -> None:
+        """The connection that began a message ends: the rest still owed for it (at the
+        head) belongs to that connection only and is dropped, never resent on the
+        next one (it was counted as it began; it is lost with the connection)."""
+        items = self._items
+        if items and items[0].__class__ is Unsent:
+            items.popleft()
+            self.note("disconnect")
+
     def peek(self) -> object:
         """The oldest item without removing it; ``IndexError`` when empty."""
         return self._items[0]
@@ -307,7 +418,7 @@ class Pipe:
     def clear(self) -> None:
         """Discard every item (a binding side forgets a departed peer's queue): the
         messages among them are counted as dropped at a ``"disconnect"``."""
-        messages, octets = self.queued(bare=not self.exits)
+        messages, octets = self.queued()
         if len(self._items) > self.peak:
             self.peak = len(self._items)
         self.drain()
@@ -339,18 +450,13 @@ class Pipe:
         tally = self.tally
         return 0 if tally is None else tally.get(name, 0)
 
-    def queued(self, *, bare: bool) -> tuple[int, int]:
-        """The messages waiting now and their payload bytes (commands not counted).
-        ``bare``: a ``bytes`` item is a one-frame message (an incoming queue's); else
-        it is the rest of a message begun on the wire, counted as it began."""
+    def queued(self) -> tuple[int, int]:
+        """The messages waiting now and their payload bytes: not the commands, nor the
+        rest of a message begun on the wire (an ``Unsent``, counted as it began)."""
         messages = octets = 0
         for item in self._items:
             cls = item.__class__
-            if cls is bytes:
-                if bare:
-                    messages += 1
-                    octets += len(item)  # type: ignore[arg-type]
-            elif cls is list or cls is Fanout:
+            if cls is list or cls is bytes or cls is Fanout:
                 messages += 1
                 octets += payload(item)
         return messages, octets
@@ -400,14 +506,13 @@ class Pipe:
 
 
 def _is_message(item: object) -> bool:
-    cls = item.__class__
-    return cls is list or cls is Fanout
+    return item.__class__ in OUTGOING_MESSAGES
 
 
 class ConflatePipe(Pipe):
     """A pipe that keeps only the newest message (libzmq's ``ZMQ_CONFLATE``): a new
     message replaces the one waiting, commands (subscriptions, PINGs) are kept, and
-    the rest of a message half written (a ``bytes`` item at the head) stays whole.
+    the rest of a message half written (an ``Unsent`` at the head) stays whole.
     It is never full: nothing waits for room, nothing is dropped but older messages.
     """
 
@@ -461,9 +566,16 @@ class ConflatePipe(Pipe):
             batch = [item for i, item in enumerate(batch) if i == last or not _is_message(item)]
         super().extend(batch)
 
-    def extend_counted(self, batch: Sequence[object]) -> None:
+    def put_counted(self, item: object, octets: int = 0) -> None:
+        self.put(item)  # a replaced message entered too: it is counted in
+        self.passed += 1
+        self.octets += octets
+        if len(self._items) > self.peak:
+            self.peak = len(self._items)
+
+    def extend_counted(self, batch: Sequence[object], messages: int = -1) -> None:
         self.extend(batch)  # replaced messages entered too: each is counted in
-        self.passed += len(batch)
+        self.passed += len(batch) if messages < 0 else messages
         if len(self._items) > self.peak:
             self.peak = len(self._items)
 
@@ -542,7 +654,10 @@ class LinkPipe(Pipe):
         if count > self.peak:
             self._grew(count)
 
-    def extend_counted(self, batch: Sequence[object]) -> None:
+    def put_counted(self, item: object, octets: int = 0) -> None:
+        self.put(item)  # which counts, as everything entering a link does
+
+    def extend_counted(self, batch: Sequence[object], messages: int = -1) -> None:
         self.extend(batch)  # which counts, as everything entering a link does
 
 
@@ -551,28 +666,24 @@ class ConflateLinkPipe(ConflatePipe, LinkPipe):
 
     __slots__ = ()
 
+    put_counted = LinkPipe.put_counted
     extend_counted = LinkPipe.extend_counted
 
 
-#: the socket types whose queues ``conflate`` applies to, as in libzmq: the direction
-#: that carries their messages (a PUB's incoming subscriptions are never conflated)
-CONFLATE_OUT = frozenset({"PUSH", "PUB", "DEALER"})
-CONFLATE_IN = frozenset({"PULL", "SUB", "DEALER"})
-
-
 def pipes_for(
-    socket_type: str, sndhwm: int, rcvhwm: int, conflate: bool, *, link: bool = False
+    sndhwm: int, rcvhwm: int, *, conflate_out: bool, conflate_in: bool, link: bool = False
 ) -> tuple[Pipe, Pipe]:
-    """The (outgoing, incoming) pipes of a new peer of a ``socket_type`` socket;
-    ``link``: an inproc link's, which count what enters them (:class:`LinkPipe`)."""
-    out_conflates = conflate and socket_type in CONFLATE_OUT
-    in_conflates = conflate and socket_type in CONFLATE_IN
+    """The (outgoing, incoming) pipes of a new peer: bounded by the marks, or keeping
+    the newest message only in a direction that conflates (``conflate``, where the
+    socket type's row says it applies: the direction that carries its messages, as
+    in libzmq; a PUB's incoming subscriptions are never conflated); ``link``: an
+    inproc link's, which count what enters them (:class:`LinkPipe`)."""
     if link:
         return (
-            ConflateLinkPipe() if out_conflates else LinkPipe(sndhwm),
-            ConflateLinkPipe() if in_conflates else LinkPipe(rcvhwm),
+            ConflateLinkPipe() if conflate_out else LinkPipe(sndhwm),
+            ConflateLinkPipe() if conflate_in else LinkPipe(rcvhwm),
         )
     return (
-        ConflatePipe(exits=True) if out_conflates else Pipe(sndhwm, exits=True),
-        ConflatePipe() if in_conflates else Pipe(rcvhwm),
+        ConflatePipe(exits=True) if conflate_out else Pipe(sndhwm, exits=True),
+        ConflatePipe() if conflate_in else Pipe(rcvhwm),
     )

@@ -1,9 +1,10 @@
 """The reader of one connection: bytes in, messages into the peer's incoming pipe.
 
 Strategy: every read is parsed whole and what it completed is handed on with one
-wake-up (the connection's ``deliver``). A full incoming pipe stops the reader,
-which pushes back on the sender through the transport (TCP's window). A PING's
-TTL bounds only the wait for the next read, as in libzmq (any data clears it).
+wake-up (the connection's ``received``, the step a read-through takes too). A full
+incoming pipe stops the reader, which pushes back on the sender through the
+transport (TCP's window). A PING's TTL bounds only the wait for the next read, as
+in libzmq (any data clears it): the heartbeat's ``within_ttl`` is that wait.
 Reads come from an :class:`~trizmq.nursery.parents.Input`: a :class:`StreamInput`
 (trio's stream calls) or, on the fast path, a
 :class:`~trizmq.nursery.fastpath.direct_io.RawInput`. The reader sees its connection as a
@@ -13,7 +14,6 @@ Reads come from an :class:`~trizmq.nursery.parents.Input`: a :class:`StreamInput
 from __future__ import annotations
 
 import logging
-import math
 from typing import TYPE_CHECKING
 
 import trio
@@ -74,13 +74,9 @@ class StreamInput:
     def stop(self) -> None:
         """Nothing to release."""
 
-    async def receive(self, ttl: float) -> bytes | bytearray | None:
-        """``receive_some``, bounded by ``ttl`` when given."""
-        if not ttl:
-            return await self._stream.receive_some(RECEIVE_SIZE)
-        with trio.move_on_after(ttl):
-            return await self._stream.receive_some(RECEIVE_SIZE)
-        return None
+    async def receive(self) -> bytes | bytearray:
+        """``receive_some``."""
+        return await self._stream.receive_some(RECEIVE_SIZE)
 
     async def after(self, size: int, pipe: Pipe) -> None:
         """trio's stream calls already yield after every read."""
@@ -91,25 +87,27 @@ async def run_reader(actor: ReaderParent, leftovers: list[Received]) -> None:
     violation."""
     pipe = actor.peer.in_pipe
     source = actor.input
-    codec = actor.codec
+    heartbeat = actor.heartbeat
     settle_allocator()
     try:
         actor.deliver(leftovers)
         # from here the peer's figures read the codec's count of payload bytes
-        actor.peer.reading = codec
+        actor.peer.reading = actor.codec
         source.start()
         while True:
             if pipe.full:
                 # we stopped reading: the peer is not silent meanwhile
-                if actor.heartbeats:
-                    actor.last_heard = math.inf
+                heartbeat.reading_paused()
                 await pipe.wait_writable()
-                if actor.heartbeats:
-                    actor.last_heard = trio.current_time()
+                heartbeat.reading_resumed()
             # the TTL of a PING that ended the last read bounds the wait for the next
-            # read, as in libzmq (any data clears it: heard, deliver)
-            ttl = actor.peer_ttl
-            data = await source.receive(ttl)
+            # read, as in libzmq (any data clears it)
+            ttl = heartbeat.peer_ttl
+            data: bytes | bytearray | None
+            if ttl:
+                data = await heartbeat.within_ttl(source.receive)
+            else:
+                data = await source.receive()
             if data is None:
                 log.warning("%s: heartbeat TTL of %ss expired, dropping", actor.where, ttl)
                 actor.ended("heartbeat_timeout")
@@ -117,8 +115,7 @@ async def run_reader(actor: ReaderParent, leftovers: list[Received]) -> None:
             if not data:
                 actor.log_closed()
                 return
-            actor.heard()
-            actor.deliver_parsed(codec.receive_data(data))
+            actor.received(data)
             await source.after(len(data), pipe)
     except _InputEnded:
         return  # a receiving task met the end, logged it and ends the connection

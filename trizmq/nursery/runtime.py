@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from .._options import Options
     from .._stats import SocketStats
     from ..patterns.sockets.base import PeerLike, SocketStrategy
+    from ..patterns.sockets.socket_type import SocketType
     from ..transport.base import Endpoint, Listener
     from .fastpath.socket_state import FastPath
 
@@ -83,7 +84,7 @@ class SocketRuntime:
 
     def __init__(
         self,
-        socket_type: str,
+        kind: SocketType,
         options: Options,
         strategy: SocketStrategy,
         nursery: trio.Nursery,
@@ -91,7 +92,9 @@ class SocketRuntime:
         wake_senders: Callable[[], None],
         fast: FastPath | None,
     ) -> None:
-        self.socket_type = socket_type
+        #: the socket's type: its row of the socket-type table
+        self.socket_kind = kind
+        self.socket_type = kind.name
         self.options = options
         self.strategy = strategy
         #: whether connections may queue one-frame messages as bytes for this type
@@ -112,7 +115,7 @@ class SocketRuntime:
         #: counts kept by transports (udp datagrams dropped, malformed)
         self.counters: Counter[str] = Counter()
         #: the socket's own counts (connections, departed peers) and its snapshot
-        self.counts = SocketCounts(socket_type)
+        self.counts = SocketCounts(kind.name, kind.drops_at_hwm)
         self.peers.retired = lambda peer: self.counts.retire(peer, self.strategy)
         #: where monitor events go (the socket fans them out to its monitors)
         self.emit: Callable[[monitor.MonitorEvent], None] = lambda event: None
@@ -199,9 +202,7 @@ class SocketRuntime:
         in_pipe)."""
         if across is not None:
             return self.peers.new_peer(endpoint, across.in_pipe, across.out_pipe, shared_queue=True)
-        out_pipe, in_pipe = pipes_for(
-            self.socket_type, out_hwm, in_hwm, self.options.conflate, link=shared_queue
-        )
+        out_pipe, in_pipe = pipes_for(out_hwm, in_hwm, link=shared_queue, **self._conflating())
         return self.peers.new_peer(
             endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue
         )
@@ -210,7 +211,15 @@ class SocketRuntime:
         """The (outgoing, incoming) pipes of a new connection's peer: bounded by the
         HWMs, or conflating (``conflate``)."""
         options = self.options
-        return pipes_for(self.socket_type, options.sndhwm, options.rcvhwm, options.conflate)
+        return pipes_for(options.sndhwm, options.rcvhwm, **self._conflating())
+
+    def _conflating(self) -> dict[str, bool]:
+        """Which of a new peer's queues conflate (``conflate``, where the type says)."""
+        conflate, kind = self.options.conflate, self.socket_kind
+        return {
+            "conflate_out": conflate and kind.conflate_out,
+            "conflate_in": conflate and kind.conflate_in,
+        }
 
     def attach(self, peer: Peer) -> bool:
         """Route to and from ``peer``; False when the strategy refuses it."""

@@ -51,7 +51,15 @@ import trio
 from .._endpoint import parse_endpoint
 from .._errors import EndpointError
 from .._options import Options
-from ..transport import Codec, Endpoint, Listener, StreamTransport, run_transports, transport_for
+from ..transport import (
+    Codec,
+    Endpoint,
+    Listener,
+    SocketKind,
+    StreamTransport,
+    run_transports,
+    transport_for,
+)
 from ._frames import FrameWalker
 
 __all__ = ["VirtualLink", "VirtualNetwork", "VirtualStream", "open_virtual_network"]
@@ -728,10 +736,10 @@ class VirtualTransport:
         return await self.network.connect(endpoint)
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """As the real transport."""
-        return self.real.codec(socket_type, options, endpoint, client=client)
+        return self.real.codec(kind, options, endpoint, client=client)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         """Nothing: a virtual link leaves nothing behind."""

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Codec",
+    "SocketKind",
     "Endpoint",
     "LinkHost",
     "LinkPeer",
@@ -131,6 +132,45 @@ class ListenerBase:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.endpoint}>"
+
+
+class SocketKind(Protocol):
+    """A socket's type, as a transport and its codec read it (its row of the table
+    of socket types, ``trizmq.patterns.sockets.SocketType``)."""
+
+    @property
+    def name(self) -> str:
+        """The ZMTP Socket-Type."""
+        ...
+
+    @property
+    def peers(self) -> frozenset[str]:
+        """The Socket-Types of the peers it accepts at the handshake."""
+        ...
+
+    @property
+    def sends_identity(self) -> bool:
+        """Its READY carries an Identity property."""
+        ...
+
+    @property
+    def takes_subscriptions(self) -> bool:
+        """Its peers subscribe to it (``max_subscription_bytes`` applies)."""
+        ...
+
+    @property
+    def codec(self) -> str:
+        """``"zmtp"``, or ``"raw"`` where its peers speak no ZMTP (STREAM)."""
+        ...
+
+    @property
+    def udp(self) -> str:
+        """``"bind"`` or ``"connect"`` for the type that may so use udp://; else ``""``."""
+        ...
+
+    def accepts(self, peer_type: str) -> bool:
+        """Whether a peer of ``peer_type`` may talk to it."""
+        ...
 
 
 class Codec(Protocol):
@@ -261,9 +301,9 @@ class StreamTransport(Protocol):
         ...
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
-        """A fresh codec for one connection of a socket of ``socket_type``: to
+        """A fresh codec for one connection of a socket of type ``kind``: to
         ``endpoint`` (``client``, the connecting side) or accepted on the bound
         ``endpoint``."""
         ...
@@ -279,11 +319,6 @@ class LinkQueue(Protocol):
     """One of a link peer's two queues, as a message transport fills or drains it
     (the runtime's :class:`~trizmq.nursery.pipe.Pipe`)."""
 
-    #: messages and their payload bytes that went through, and the deepest it got
-    passed: int
-    octets: int
-    peak: int
-
     @property
     def full(self) -> bool:
         """True at the high-water mark."""
@@ -295,8 +330,16 @@ class LinkQueue(Protocol):
         """Queue one message."""
         ...
 
+    def put_counted(self, item: object, octets: int = 0) -> None:
+        """Queue one message that enters, of ``octets`` payload bytes, counted."""
+        ...
+
     def popleft(self) -> object:
         """Take the oldest message."""
+        ...
+
+    def take_counted(self) -> object:
+        """Take the oldest message, counted as it leaves."""
         ...
 
     def note(self, name: str, count: int = 1) -> None:
@@ -370,6 +413,11 @@ class LinkHost(Protocol[PeerT]):
     socket_type: str
     identity: bytes
     options: Options
+
+    @property
+    def socket_kind(self) -> SocketKind:
+        """Its type's row: the peer types it accepts, whether it may use udp://."""
+        ...
 
     def new_link_peer(
         self,
@@ -445,18 +493,21 @@ run_transports: trio.lowlevel.RunVar[Mapping[str, Transport] | None] = trio.lowl
 )
 
 
-def zmtp_codec(socket_type: str, options: Options) -> Codec:
+def zmtp_codec(kind: SocketKind, options: Options) -> Codec:
     """The ZMTP 3.x codec (greeting, mechanism, frames): what byte streams speak
-    unless their transport names another."""
+    unless their transport names another, or the type speaks raw bytes (STREAM)."""
     from ..zmtp import Connection
 
-    if socket_type == "STREAM":
+    if kind.codec == "raw":
         from ..zmtp.raw import RawConnection
 
         return RawConnection()
     security = options.security
     return Connection(
-        socket_type,
+        kind.name,
+        peers=kind.peers,
+        sends_identity=kind.sends_identity,
+        takes_subscriptions=kind.takes_subscriptions,
         identity=options.routing_id or b"",
         maxmsgsize=options.maxmsgsize,
         max_frames=options.max_frames,

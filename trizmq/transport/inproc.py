@@ -21,7 +21,6 @@ import trio
 
 from .. import _monitor as monitor
 from .._errors import os_error
-from ..zmtp.socket_types import is_compatible
 from .addresses import check_inproc_name
 from .base import Endpoint, LinkHost, LinkPeer, MessageBinding, PeerT
 
@@ -83,7 +82,7 @@ def _link(
     binder: LinkHost[PeerT], connector: LinkHost[PeerT], theirs: PeerT, endpoint: str
 ) -> None:
     """Join a connecting socket's peer to a new peer of the binder over the same pipes."""
-    if not is_compatible(binder.socket_type, connector.socket_type):
+    if not binder.socket_kind.accepts(connector.socket_type):
         log.warning(
             "%s: refused inproc peer: %s cannot talk to %s",
             endpoint,

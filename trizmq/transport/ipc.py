@@ -19,6 +19,7 @@ from .base import (
     Endpoint,
     Listener,
     ListenerBase,
+    SocketKind,
     effective_backlog,
     zmtp_codec,
 )
@@ -193,10 +194,10 @@ class IpcTransport:
         return await connect_ipc(endpoint)
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """ZMTP."""
-        return zmtp_codec(socket_type, options)
+        return zmtp_codec(kind, options)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         """Nothing: a Unix socket leaves no TIME_WAIT behind."""

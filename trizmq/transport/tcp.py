@@ -19,6 +19,7 @@ from .base import (
     Endpoint,
     Listener,
     ListenerBase,
+    SocketKind,
     effective_backlog,
     zmtp_codec,
 )
@@ -210,10 +211,10 @@ class TcpTransport:
         return await connect_tcp(endpoint, options)
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """ZMTP."""
-        return zmtp_codec(socket_type, options)
+        return zmtp_codec(kind, options)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         """Close with a reset (see :func:`abort_on_close`)."""

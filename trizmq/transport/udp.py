@@ -220,14 +220,14 @@ class UdpTransport:
 
     @staticmethod
     def _check(endpoint: Endpoint, host: LinkHost[PeerT], role: str) -> None:
-        if host.socket_type != role:
+        if host.socket_kind.udp != role:
             raise EndpointError(
                 f"endpoint {str(endpoint)!r}: udp:// is only for RADIO (connect) and DISH (bind)"
             )
 
     async def bind(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """A DISH's endpoint: one datagram peer fed by a receiver task."""
-        self._check(endpoint, host, "DISH")
+        self._check(endpoint, host, "bind")
         try:
             receiver = await open_receiver(endpoint)
         except (OSError, ValueError) as exc:
@@ -247,7 +247,7 @@ class UdpTransport:
 
     async def connect(self, endpoint: Endpoint, host: LinkHost[PeerT]) -> MessageBinding[PeerT]:
         """A RADIO's endpoint: one datagram peer drained by a sender task."""
-        self._check(endpoint, host, "RADIO")
+        self._check(endpoint, host, "connect")
         key = str(endpoint)
         sender = await open_sender(endpoint)
         peer = host.new_link_peer(key, out_hwm=host.options.sndhwm, datagram=True)
@@ -289,11 +289,7 @@ async def _receive_datagrams(
                 host.count("datagrams_dropped")
                 pipe.note("hwm")  # nothing pushes back on a datagram: dropped
                 continue
-            pipe.put([group, body])
-            pipe.passed += 1
-            pipe.octets += len(group) + len(body)
-            if len(pipe) > pipe.peak:
-                pipe.peak = len(pipe)
+            pipe.put_counted([group, body], len(group) + len(body))
 
 
 @enable_ki_protection
@@ -315,11 +311,7 @@ async def _send_datagrams(
                     await pipe.wait_readable()
                     continue
                 peer.writing = True
-                if len(pipe) > pipe.peak:
-                    pipe.peak = len(pipe)
-                group, body = cast("list[bytes]", pipe.popleft())
-                pipe.passed += 1
-                pipe.octets += len(group) + len(body)
+                group, body = cast("list[bytes]", pipe.take_counted())
                 try:
                     datagram = encode_datagram(group, body)
                 except ValueError as exc:

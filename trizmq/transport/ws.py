@@ -25,6 +25,7 @@ from .base import (
     Endpoint,
     Listener,
     ListenerBase,
+    SocketKind,
     effective_backlog,
     subscription_bound,
 )
@@ -110,7 +111,7 @@ class WsTransport:
         return trio.SSLStream(stream, context, server_hostname=endpoint.host, https_compatible=True)
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """ZWS 2.0 with the socket's mechanism."""
         from ..zmtp.zws import ZwsConnection
@@ -119,8 +120,11 @@ class WsTransport:
         host = endpoint.host or ""
         shown = f"[{host}]" if ":" in host else host
         return ZwsConnection(
-            socket_type,
+            kind.name,
             client=client,
+            peers=kind.peers,
+            sends_identity=kind.sends_identity,
+            takes_subscriptions=kind.takes_subscriptions,
             host=f"{shown}:{endpoint.port}",
             path=endpoint.path or "/",
             mechanism=security.mechanism() if security is not None else None,

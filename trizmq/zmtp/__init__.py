@@ -36,23 +36,12 @@ from .mechanism import Command, Mechanism, ZapReply, ZapRequest
 from .metadata import decode_metadata, encode_metadata
 from .null import NullMechanism
 from .plain import PlainClientMechanism, PlainServerMechanism
-from .socket_types import (
-    COMPATIBLE,
-    SENDS_IDENTITY,
-    SOCKET_TYPES,
-    TAKES_SUBSCRIPTIONS,
-    is_compatible,
-)
 from .z85 import decode_key, z85_decode, z85_encode
 
 __all__ = [
     "COMMAND_EVENTS",
-    "COMPATIBLE",
     "GREETING_SIZE",
     "HANDSHAKE_FRAME_LIMIT",
-    "SENDS_IDENTITY",
-    "SOCKET_TYPES",
-    "TAKES_SUBSCRIPTIONS",
     "Cancel",
     "Command",
     "Connection",
@@ -83,7 +72,6 @@ __all__ = [
     "decode_key",
     "decode_metadata",
     "encode_metadata",
-    "is_compatible",
     "z85_decode",
     "z85_encode",
 ]

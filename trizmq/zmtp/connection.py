@@ -30,7 +30,7 @@ Strategy for the decoder:
   last one arrives, so its bytes are copied once instead of three times (append,
   freeze, slice). Small pieces are still gathered in a ``bytearray``, so that a
   peer trickling bytes cannot make each one cost an object.
-* On a PUB or XPUB (:data:`~trizmq.zmtp.socket_types.TAKES_SUBSCRIPTIONS`), a
+* On a socket whose peers subscribe to it (PUB, XPUB: ``takes_subscriptions``), a
   subscription whose topic is longer than ``max_subscription`` (a SUBSCRIBE command,
   or a one-frame message starting with ``\\x01``) is refused as soon as its header
   and the first bytes of its body tell it, if the frame is not whole in hand: the
@@ -59,7 +59,7 @@ errors. PINGs are reported, not answered: the driver replies with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from .._errors import StateError
 from .commands import (
@@ -84,7 +84,6 @@ from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
 from .mechanism import Mechanism
 from .metadata import encode_metadata
 from .null import NullMechanism
-from .socket_types import SENDS_IDENTITY, SOCKET_TYPES, TAKES_SUBSCRIPTIONS
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Connection", "Received"]
 
@@ -163,27 +162,35 @@ class Connection(Handshaking):
     half :class:`~trizmq.zmtp.encoding.TrafficEncoder`; this class holds the state and
     parses what arrives.
 
+    What the socket type decides comes with it (its row of the socket-type table,
+    ``trizmq.patterns.sockets``): ``peers``, the Socket-Types it accepts at the
+    handshake (compared exactly; None accepts any, for a test's raw peer);
+    ``sends_identity``, whether its READY carries an Identity (REQ, DEALER,
+    ROUTER); ``takes_subscriptions``, whether its peers subscribe to it (PUB, XPUB).
+
     ``maxmsgsize`` and ``max_frames`` bound each incoming message (-1: no bound);
-    ``max_subscription`` (-1: no bound) is the longest topic a peer of a PUB or XPUB
-    may subscribe to before its subscription is refused at its header, or cancel
-    before its cancel is dropped there (see the module docstring); other types
-    ignore it.
+    ``max_subscription`` (-1: no bound) is the longest topic a peer of a type that
+    takes subscriptions may subscribe to before its subscription is refused at its
+    header, or cancel before its cancel is dropped there (see the module docstring);
+    other types ignore it.
     """
 
     def __init__(
         self,
         socket_type: str,
         *,
+        peers: Collection[str] | None,
+        sends_identity: bool = False,
+        takes_subscriptions: bool = False,
         mechanism: Mechanism | None = None,
         identity: bytes = b"",
         maxmsgsize: int = -1,
         max_frames: int = -1,
         max_subscription: int = -1,
         metadata: Mapping[str, bytes] | None = None,
-        check_socket_type: bool = True,
     ) -> None:
-        if socket_type not in SOCKET_TYPES:
-            raise ValueError(f"unknown socket type {socket_type!r}")
+        if not socket_type or not socket_type.isascii():
+            raise ValueError(f"a socket type is an ASCII name, not {socket_type!r}")
         if len(identity) > MAX_IDENTITY:
             raise ValueError(f"identity is at most {MAX_IDENTITY} bytes")
         if maxmsgsize < -1:
@@ -193,7 +200,7 @@ class Connection(Handshaking):
         if max_subscription < -1:
             raise ValueError("max_subscription must be -1 (no limit) or >= 0")
         local: dict[str, bytes] = {"Socket-Type": socket_type.encode("ascii")}
-        if socket_type in SENDS_IDENTITY:
+        if sends_identity:
             local["Identity"] = bytes(identity)
         for name, value in (metadata or {}).items():
             if not name.startswith("X-") or len(name) < 3:
@@ -211,12 +218,13 @@ class Connection(Handshaking):
         # the longest topic a subscription may carry, and the frame size past which a
         # frame may be a subscription over it (a ``\x01topic`` message one byte over):
         # the grammar's cap where no frame is ever refused so (not a PUB or XPUB)
-        bounded = max_subscription >= 0 and socket_type in TAKES_SUBSCRIPTIONS
+        bounded = max_subscription >= 0 and takes_subscriptions
         self._max_subscription = max_subscription if bounded else MAX_FRAME_SIZE
         self._subscription_frame = max_subscription + 1 if bounded else MAX_FRAME_SIZE
         #: the wire size of the message in progress (its frames so far)
         self._used = 0
-        self._check_socket_type = check_socket_type
+        #: the peer Socket-Types accepted (None: any)
+        self._peers = None if peers is None else frozenset(peers)
 
         self._started = False
         self._state = State.GREETING

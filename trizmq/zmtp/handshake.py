@@ -19,7 +19,6 @@ from .events import Event, HandshakeComplete, PeerError, Received
 from .frames import COMMAND
 from .greeting import build_greeting, parse_greeting
 from .mechanism import Mechanism, ZapReply, ZapRequest
-from .socket_types import is_compatible
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Handshaking"]
 
@@ -42,7 +41,7 @@ class Handshaking(TrafficEncoder):
     # set by Connection.__init__
     _socket_type: str
     _local_metadata: dict[str, bytes]
-    _check_socket_type: bool
+    _peers: frozenset[str] | None
     _started: bool
     _need: int
     _commands: dict[bytes, Callable[[bytes], Event]]
@@ -200,7 +199,8 @@ class Handshaking(TrafficEncoder):
         raw_type = metadata.get("Socket-Type")
         if raw_type is not None:
             socket_type = raw_type.decode("latin-1")
-            if self._check_socket_type and not is_compatible(self._socket_type, socket_type):
+            peers = self._peers
+            if peers is not None and socket_type not in peers:
                 raise ProtocolError(
                     f"incompatible socket type: {self._socket_type} cannot talk to {socket_type}",
                     cause="socket_type",

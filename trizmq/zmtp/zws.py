@@ -52,7 +52,7 @@ way, unreported: it could cancel nothing held.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
@@ -75,7 +75,6 @@ from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
 from .mechanism import Mechanism, ZapReply, ZapRequest
 from .metadata import encode_metadata
 from .rfc6455 import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
-from .socket_types import TAKES_SUBSCRIPTIONS
 
 __all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
 
@@ -139,6 +138,9 @@ class ZwsConnection:
         client: bool,
         host: str,
         path: str,
+        peers: Collection[str] | None,
+        sends_identity: bool = False,
+        takes_subscriptions: bool = False,
         mechanism: Mechanism | None = None,
         identity: bytes = b"",
         maxmsgsize: int = -1,
@@ -147,6 +149,9 @@ class ZwsConnection:
     ) -> None:
         self._inner = Connection(
             socket_type,
+            peers=peers,
+            sends_identity=sends_identity,
+            takes_subscriptions=takes_subscriptions,
             mechanism=mechanism,
             identity=identity,
             maxmsgsize=maxmsgsize,
@@ -175,7 +180,7 @@ class ZwsConnection:
         #: the longest topic a subscription may carry (None: no bound, not a PUB or XPUB)
         self._max_subscription = (
             max_subscription
-            if max_subscription >= 0 and socket_type in TAKES_SUBSCRIPTIONS
+            if max_subscription >= 0 and takes_subscriptions
             else None
         )
         #: the last ZMTP frame was a message's with more to follow: the next one is not

@@ -180,26 +180,19 @@ class RawInput:
             del readers[peer]
         self.raw.close()
 
-    async def receive(self, ttl: float) -> bytes | bytearray | None:
-        """The next bytes (b"" at the end); None when ``ttl`` passed without any.
+    async def receive(self) -> bytes | bytearray:
+        """The next bytes (b"" at the end).
 
         Raises :class:`_InputEnded` when a receiving task already ended the connection.
         """
         read_through = self.read_through
         raw = self.raw
-        deadline = trio.current_time() + ttl if ttl else None
         while True:
             if not self._ready:
-                if deadline is None:
-                    if read_through.waiting is not None:
-                        await read_through.stand_by()
-                        continue
-                    await raw.wait_readable()
-                else:
-                    with trio.move_on_at(deadline):
-                        await raw.wait_readable()
-                    if trio.current_time() >= deadline:
-                        return None
+                if read_through.waiting is not None:
+                    await read_through.stand_by()
+                    continue
+                await raw.wait_readable()
             if read_through.ended:
                 raise _InputEnded
             try:

@@ -163,7 +163,7 @@ class Revival(trio.abc.Instrument):
         if not (
             timeout > 0
             or first._fast.fed_at <= quiet
-            or len(pipe._items) >= cork_limit(pipe)
+            or len(pipe) >= cork_limit(pipe)
             or trio.current_time() - self._corked_at >= CORK_TIME
         ):
             return False

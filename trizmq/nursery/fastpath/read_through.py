@@ -143,9 +143,8 @@ class ReadThrough:
             actor.log_closed()
             self._end()
             return
-        actor.heard()
         try:
-            actor.deliver_parsed(actor.codec.receive_data(data))
+            actor.received(data)
         except ProtocolError as exc:
             actor.refuse(exc)
             self._end()

@@ -24,8 +24,7 @@ from .instrument import cork_limit, revival
 
 if TYPE_CHECKING:
     from ...patterns.routing import FairQueue
-    from ...patterns.sockets.base import PeerLike
-    from ...patterns.sockets.pubsub import PubStrategy
+    from ...patterns.sockets.base import PeerLike, SocketStrategy
     from ..waiters import Waiters
     from .instrument import Revival
     from .read_through import ReadThrough
@@ -84,9 +83,9 @@ class FastPath:
         #: the ReadThrough a receiving task of this socket waits in, if any
         self.reading: ReadThrough | None = None
         #: a publisher's strategy that gathers one-at-a-time publishes (see gather)
-        self._gatherer: PubStrategy | None = None
+        self._gatherer: SocketStrategy | None = None
 
-    def gather(self, strategy: PubStrategy) -> None:
+    def gather(self, strategy: SocketStrategy) -> None:
         """Let a publisher's ``strategy`` gather the messages it is given one at a
         time to its stream subscribers: they are routed as one batch
         (:meth:`route_batch`, corks and all) just before trio's run loop next waits
@@ -185,7 +184,7 @@ class FastPath:
                 # with a queue at its limit, where the next batch would find it full
                 if corked is not None and corks is not None:
                     pipe = corked._pipe
-                    if len(pipe._items) >= cork_limit(pipe):
+                    if len(pipe) >= cork_limit(pipe):
                         corks.uncork()
 
     async def wait_to_recv(self) -> None:

@@ -70,16 +70,9 @@ class TlsInput:
     def stop(self) -> None:
         """Nothing to release."""
 
-    async def receive(self, ttl: float) -> bytes | bytearray | None:
-        """``receive_some`` (bounded by ``ttl`` when given), then what TLS has ready."""
-        if not ttl:
-            data = await self._stream.receive_some(RECEIVE_SIZE)
-        else:
-            with trio.move_on_after(ttl):
-                data = await self._stream.receive_some(RECEIVE_SIZE)
-                return self._more(data)
-            return None
-        return self._more(data)
+    async def receive(self) -> bytes | bytearray:
+        """``receive_some``, then what TLS has ready."""
+        return self._more(await self._stream.receive_some(RECEIVE_SIZE))
 
     def _more(self, data: bytes | bytearray) -> bytes | bytearray:
         """``data`` and the records decrypted after it without waiting."""

@@ -23,31 +23,21 @@ connection) and ``tests/test_batch.py`` run on both paths.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
-from itertools import islice
-from operator import itemgetter
 from typing import TYPE_CHECKING, Protocol
 
 import trio
 from trio.lowlevel import enable_ki_protection
 
-from ...patterns.sockets.base import Fanout
-from ...zmtp.encoding import Buffer
+from ...zmtp.queue_items import Fanout
 from ..waiters import Waiters
-from .framing import BIG_FRAME, RUN_BYTES, _short_headers, _split_sent, leading_runs, run_sealer
 
 if TYPE_CHECKING:
+    from ...zmtp.encoding import Buffer
+    from ...zmtp.outbound import Outbound, Transmit
     from ..parents import ConnectionCodec
     from .direct_io import RawSocket
 
-__all__ = ["WRITE_BATCH", "RawOutput", "WritingSocket"]
-
-#: a write-through of a batch stops gathering messages past this many bytes
-WRITE_BATCH = 64 * 1024
-
-#: a message's first frame (its only one, for the runs a mechanism seals)
-_first = itemgetter(0)
+__all__ = ["RawOutput", "WritingSocket"]
 
 
 class WritingSocket(Protocol):
@@ -72,22 +62,21 @@ class WritingSocket(Protocol):
 
 
 class RawOutput:
-    """A connection writer's writes on a :class:`RawSocket`, and its write-through."""
+    """A connection writer's writes on a :class:`RawSocket`, and its write-through.
 
-    __slots__ = (
-        "_encode_into",
-        "_fast",
-        "_framing",
-        "_idle",
-        "_parked",
-        "_pipe",
-        "_share",
-        "_short_below",
-        "actor",
-        "raw",
-    )
+    The encoding is the connection's outbound half's (:class:`Outbound`); this only
+    decides when the sending task may write and makes the non-blocking calls.
+    """
 
-    def __init__(self, raw: RawSocket, actor: ConnectionCodec, fast: WritingSocket) -> None:
+    __slots__ = ("_fast", "_idle", "_parked", "_pipe", "actor", "outbound", "raw")
+
+    #: big frames may go out from the sender's own object (the outbound half writes
+    #: them so where the encoding is shared: plain ZMTP, the header apart)
+    zero_copy = True
+
+    def __init__(
+        self, raw: RawSocket, actor: ConnectionCodec, fast: WritingSocket, outbound: Outbound
+    ) -> None:
         self.raw = raw
         self.actor = actor
         self._fast = fast
@@ -95,23 +84,8 @@ class RawOutput:
         self._idle = Waiters()
         #: True while the writer is parked idle, counted in ``FastPath.idle``
         self._parked = False
-        codec = actor.codec
-        #: do a publisher's shared encodings (Fanout wires) fit this connection?
-        self._share = codec.shares_encoding
-        self._encode_into = codec.message_encoder()
-        #: what a frame of a message under 265 bytes adds around its payload on the
-        #: wire (ZMTP: its header, and CURVE's box), and the wire size under which a
-        #: message's payload is worked out from it: 265, or 0 (never) where the codec
-        #: has no such constant
-        framing = codec.short_frame_overhead()
-        self._framing = framing or 0
-        self._short_below = 0 if framing is None else 265
-
-    @property
-    def zero_copy(self) -> bool:
-        """Big frames go out from the sender's own object (plain ZMTP only: the
-        header is written apart from the frame)."""
-        return self._share
+        #: the connection's outbound half, which its writer shares
+        self.outbound = outbound
 
     async def write(self, data: Buffer) -> None:
         """Write all of ``data``."""
@@ -163,72 +137,35 @@ class RawOutput:
         """Write what the sending task just queued to the idle writer's pipe, with one
         non-blocking call from that task; True when all of it went out.
 
-        As :meth:`write_now`, for a batch: up to :data:`WRITE_BATCH` bytes of
+        As :meth:`write_now`, for a batch: up to ``WRITE_BATCH`` bytes of
         messages, stopping at a big frame or a command, which the writer takes (a
         publisher's batches are corked instead and written by :meth:`flush`). Whatever the
         kernel did not take stays queued, a message begun as the bytes still owed.
         """
-        items = self._pipe._items
         if self.actor.codec.closed:
             return False
         self._fast.allowed = self._fast.armed = False
-        share = self._share
-        encode_into = self._encode_into
-        short = _short_headers(encode_into)
-        buf = bytearray()
-        ends: list[int] = []
-        # each message's payload bytes, for the counts of what goes out
-        sizes: list[int] = []
-        batch: Iterable[object] = items
-        seal_run = run_sealer(self.actor.codec.mechanism, encode_into)
-        if seal_run is not None:
-            # a run of short one-frame messages boxed in the mechanism's loop (CURVE),
-            # as the writer does
-            used = seal_run(buf, items, 0, WRITE_BATCH, ends)
-            if used:
-                sizes = list(map(len, map(_first, islice(items, used))))  # type: ignore[arg-type]
-            if len(buf) >= WRITE_BATCH:
-                batch = ()
-            elif used:
-                batch = islice(items, used, None)
-        for item in batch:
-            cls = item.__class__
-            if cls is list:
-                last = item[-1]  # type: ignore[index]
-                size = len(last)
-                if size < 256 and short is not None and len(item) == 1:  # type: ignore[arg-type]
-                    # the commonest: encode_plain_into's work, inline (as the writer)
-                    buf += short[size]
-                    buf += last
-                    sizes.append(size)
-                elif size < BIG_FRAME:
-                    encode_into(buf, item)  # type: ignore[arg-type]
-                    sizes.append(sum(map(len, item)))  # type: ignore[call-overload]
-                else:
-                    break
-            elif cls is Fanout:
-                wire = item.wire  # type: ignore[attr-defined]
-                if not share:
-                    encode_into(buf, item.frames)  # type: ignore[attr-defined]
-                elif wire is None:
-                    start = len(buf)
-                    encode_into(buf, item.frames)  # type: ignore[attr-defined]
-                    item.wire = bytes(buf[start:])  # type: ignore[attr-defined]
-                else:
-                    buf += wire
-                sizes.append(item.size)  # type: ignore[attr-defined]
-            else:
-                break
-            ends.append(len(buf))
-            if len(buf) >= WRITE_BATCH:
-                break
-        return bool(ends) and self._send_owed(items, ends, buf, sizes)
+        pipe = self._pipe
+        transmit = pipe.encode_head(self.outbound.encode_messages)
+        if not transmit.used:
+            return False
+        return self._send(transmit)
+
+    def _send(self, transmit: Transmit) -> bool:
+        """Write ``transmit``, encoded from the head of the queue, with one call; the
+        queue keeps what the kernel did not take. True when it is empty then."""
+        parts = transmit.parts
+        try:
+            sent = self.raw.send(parts[0]) if len(parts) == 1 else self.raw.sendmsg(parts)
+        except OSError:  # BlockingIOError included: the writer meets it again
+            return False
+        return self._pipe.sent(transmit, sent)
 
     def corkable(self) -> bool:
         """Does the queue begin with a published batch whose encoding this connection
         shares (what a cork may hold back and :meth:`flush` write with others)?"""
-        head = self._pipe._items[0]
-        return self._share and head.__class__ is Fanout and head.run is not None
+        head = self._pipe.peek()
+        return self.outbound.share and head.__class__ is Fanout and head.run is not None
 
     @enable_ki_protection
     def flush(self) -> None:
@@ -243,113 +180,34 @@ class RawOutput:
     def _write_runs(self) -> bool:
         """The queue's leading whole runs written with one ``sendmsg``; True when the
         queue is empty afterwards."""
-        items = self._pipe._items
-        if not items or self.actor.codec.closed:
+        pipe = self._pipe
+        if not pipe or self.actor.codec.closed:
             return False
-        runs, wires, total, count = leading_runs(items, self._encode_into, RUN_BYTES)
-        if not wires:
+        transmit = pipe.encode_head(self.outbound.encode_runs)
+        if transmit is None:
             return self.write_queue_now()
-        try:
-            sent = self.raw.sendmsg(wires)
-        except OSError:  # BlockingIOError included: the writer meets it again
-            return False
-        pipe = self._pipe
-        if len(items) > pipe.peak:
-            pipe.peak = len(items)
-        if sent == total and count == len(items):
-            items.clear()
-            pipe.passed += count
-            pipe.octets += sum([run.payload for run in runs])
-            return True
-        ends: list[int] = []
-        base = 0
-        cut, cut_at = b"", 0  # the wire the write stopped in, and where it begins
-        for run, wire in zip(runs, wires, strict=True):
-            ends += [base + end for end in run.ends]
-            if base <= sent < base + len(wire):
-                cut, cut_at = wire, base
-            base += len(wire)
-        # a message cut short lies in one run's wire: its rest is sliced from there,
-        # not from a copy of every wire (with many subscribers left behind at once,
-        # those copies were most of what a publisher allocated)
-        left = _split_sent(items, ends, cut, sent, cut_at)
-        pipe.passed += left
-        for run in runs:
-            if left < run.count:
-                pipe.octets += run.payload_of(left)
-                break
-            pipe.octets += run.payload
-            left -= run.count
-        return not items
-
-    def _send_owed(
-        self, items: deque[object], ends: list[int], buf: Buffer, sizes: list[int]
-    ) -> bool:
-        """Write ``buf``, the first ``len(ends)`` queued items encoded (their payload
-        bytes in ``sizes``), with one call; what went out leaves the queue (see
-        :func:`_split_sent`) and is counted. True when the queue is empty then."""
-        try:
-            sent = self.raw.send(buf)
-        except OSError:  # BlockingIOError included: the writer meets it again
-            return False
-        pipe = self._pipe
-        if len(items) > pipe.peak:
-            pipe.peak = len(items)
-        if sent == len(buf) and len(ends) == len(items):
-            items.clear()
-            pipe.passed += len(ends)
-            pipe.octets += sum(sizes)
-            return True
-        left = _split_sent(items, ends, buf, sent)
-        pipe.passed += left
-        pipe.octets += sum(sizes[:left])
-        return not items
+        return self._send(transmit)
 
     @enable_ki_protection
     def write_now(self) -> bool:
         """Write the message just queued to the idle writer's empty pipe, from the
         sending task; True when it went out whole and nothing else waits.
 
-        It works on the pipe's deque directly: the item came and goes within one
-        routing step, so no wake-up is owed to anyone for it.
+        The message stays at the head until the kernel took it: the item came and
+        goes within one routing step, so no wake-up is owed to anyone for it.
         """
-        items = self._pipe._items
-        item = items[0]
-        fanout: Fanout | None = None
-        if item.__class__ is list:
-            frames: list[bytes] = item
-        elif item.__class__ is Fanout:
-            fanout = item
-            frames = item.frames
-        else:
+        pipe = self._pipe
+        item = pipe.peek()
+        if self.actor.codec.closed:
             return False
-        if self.actor.codec.closed or len(frames[-1]) >= BIG_FRAME:
+        outbound = self.outbound
+        wire = outbound.encode_message(item)
+        if wire is None:
             return False
         fast = self._fast
         fast.allowed = fast.armed = False
-        buf = bytearray()
-        self._encode_into(buf, frames)
         try:
-            sent = self.raw.send(buf)
+            sent = self.raw.send(wire)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
-        if fanout is not None and fanout.wire is None and self._share:
-            fanout.wire = bytes(buf)
-        # it left the queue (whole, or begun): counted as the writer counts
-        pipe = self._pipe
-        pipe.passed += 1
-        wire = len(buf)
-        if fanout is not None:
-            pipe.octets += fanout.size
-        elif wire < self._short_below:
-            pipe.octets += wire - self._framing * len(frames)  # every frame short
-        else:
-            pipe.octets += sum(map(len, frames))
-        if not pipe.peak:
-            pipe.peak = 1  # the message was queued alone, to an empty pipe
-        if sent < wire:
-            # the rest belongs to this connection only: never resent on another
-            items[0] = bytes(buf[sent:])
-            return False
-        items.popleft()
-        return not items
+        return pipe.sent_alone(wire, sent, outbound.payload_of(item, len(wire)))

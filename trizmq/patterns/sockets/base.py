@@ -19,16 +19,15 @@ peer came through.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from ...zmtp.queue_items import INCOMING_MESSAGES, Message
 from ..routing import FairQueue
 
 if TYPE_CHECKING:
     from ..._options import Options
 
 __all__ = [
-    "Fanout",
     "Message",
     "PeerLike",
     "Queue",
@@ -40,9 +39,6 @@ __all__ = [
 
 #: a wake-up the runtime gives a strategy (the socket's receivers or senders)
 Wake = Callable[[], None]
-#: a message in a strategy's own form: its frames (a routing id or group first, where
-#: the socket type says so)
-Message = list[bytes]
 
 
 class Queue(Protocol):
@@ -154,7 +150,7 @@ class PeerLike(Protocol):
     @property
     def shares_wire(self) -> bool:
         """True when one encoding of a message serves this peer and every other such
-        peer (byte-stream peers without encryption: a :class:`Fanout` is written as
+        peer (byte-stream peers without encryption: a ``Fanout`` is written as
         is); False when the peer takes the message object itself (inproc)."""
         ...
 
@@ -165,104 +161,6 @@ class PeerLike(Protocol):
         ...
 
 
-class Fanout:
-    """One message queued to several tcp/ipc peers: their writers encode it once.
-
-    The first writer to meet it stores the wire bytes in :attr:`wire`; the others
-    reuse them (only connections without an encrypting mechanism share them). In a
-    published batch (a :class:`FanoutRun`) only the first and the last message are
-    wrapped, to mark where the run begins and ends in each queue.
-    """
-
-    __slots__ = ("frames", "index", "run", "size", "wire")
-
-    def __init__(self, frames: list[bytes], run: FanoutRun | None = None, index: int = 0) -> None:
-        self.frames = frames
-        self.wire: bytes | None = None
-        #: the payload bytes (frames' bodies), which each writer counts as it writes
-        self.size = sum(map(len, frames))
-        #: the batch this message was published in, if any, and its place there
-        self.run = run
-        self.index = index
-
-
-class Hangup:
-    """Queued after a connection's last message: its writer closes the connection
-    once everything before it is written (a STREAM's ``[id, b""]``)."""
-
-    __slots__ = ()
-
-
-class FanoutRun:
-    """The messages of one published batch, queued alike to several peers: a
-    connection whose queue holds exactly this run writes it as one buffer, encoded
-    once for all of them (:attr:`wire`, with each message's end in :attr:`ends`).
-
-    :attr:`items` is the batch as the publisher queues it: the first and the last
-    message wrapped in a :class:`Fanout` that knows the run and its index in it
-    (what a flush needs to see the run whole in a queue: its first message at the
-    head and its last where the run must end), the messages between them as they
-    are, shared by every queue. Wrapping each message cost the publisher ~0.2 µs
-    a message. The publisher lets go of :attr:`items` once queued (:meth:`queued`):
-    a run that kept pointing at its wrappers, as they point at it, would be a
-    reference cycle, freed only by Python's cyclic collector (with 16 subscribers
-    that collector took a third of a publisher's CPU).
-    """
-
-    __slots__ = ("_ends", "count", "header", "items", "msgs", "payload", "wire")
-
-    def __init__(self, msgs: list[Message]) -> None:
-        #: the messages, as the publisher gave them
-        self.msgs = msgs
-        items: list[object] = list(msgs)
-        if items:
-            last = len(msgs) - 1
-            items[0] = Fanout(msgs[0], self, 0)
-            if last:
-                items[last] = Fanout(msgs[last], self, last)
-        self.items = items
-        self.wire: bytes | None = None
-        #: how many of the messages :attr:`wire` holds (from the first)
-        self.count = 0
-        #: the payload bytes of those messages (their frames' bodies), for the counts
-        self.payload = 0
-        #: 0 while :attr:`ends` is listed as the wire is made; else every message
-        #: in the wire is one frame behind a header of this many bytes, and the ends
-        #: are worked out when first needed (a partial write), not for every run
-        self.header = 0
-        self._ends: list[int] | None = []
-
-    @property
-    def ends(self) -> list[int]:
-        """Where each message of :attr:`wire` ends in it."""
-        ends = self._ends
-        if ends is None:
-            header = self.header
-            msgs = self.msgs[: self.count]
-            ends = self._ends = list(accumulate([len(frames[0]) + header for frames in msgs]))
-        return ends
-
-    def encoded_alike(self, header: int, count: int) -> None:
-        """The first ``count`` messages are in :attr:`wire`, each one frame behind a
-        ``header``-byte header (see :attr:`header`)."""
-        self.count = count
-        self.header = header
-        self._ends = None
-
-    def payload_of(self, count: int) -> int:
-        """The payload bytes of the first ``count`` messages of :attr:`wire` (a write
-        that stopped within the run)."""
-        if not count:
-            return 0
-        if self.header:
-            return self.ends[count - 1] - count * self.header
-        return sum([sum(map(len, frames)) for frames in self.msgs[:count]])
-
-    def queued(self) -> None:
-        """The batch is queued: the run lets go of it (see the class docstring)."""
-        self.items = []
-
-
 def can_take(peer: PeerLike) -> bool:
     """A peer whose outgoing pipe is under its high-water mark."""
     return not peer.out_pipe.full
@@ -271,11 +169,6 @@ def can_take(peer: PeerLike) -> bool:
 def has_data(peer: PeerLike) -> bool:
     """A peer with a message waiting in its incoming pipe."""
     return bool(peer.in_pipe)
-
-
-#: the classes of queued items that are messages: a list of frames, or the bytes of
-#: a one-frame message queued bare (see :meth:`SocketStrategy.takes_bare_messages`)
-MESSAGE_CLASSES = (list, bytes)
 
 
 class SocketStrategy:
@@ -290,6 +183,9 @@ class SocketStrategy:
     eager: ClassVar[bool] = False
     #: True when peer commands (SUBSCRIBE, CANCEL, JOIN, LEAVE) matter to this type
     wants_commands: ClassVar[bool] = False
+    #: True when one-at-a-time sends may be gathered for the runtime to route as one
+    #: batch (a publisher's: see PubStrategy); the runtime then sets :attr:`gather`
+    gathers: ClassVar[bool] = False
     #: option -> the attribute where this strategy keeps its value: what
     #: :meth:`reconfigure` refreshes when the option changes at run time
     OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello"}
@@ -313,6 +209,9 @@ class SocketStrategy:
         #: wake the socket's receivers / senders
         self.readable = readable
         self.writable = writable
+        #: set by the runtime where the strategy :attr:`gathers`: called when a message
+        #: is gathered into an empty batch
+        self.gather: Callable[[], None] | None = None
         self.inbound: FairQueue[PeerLike] = FairQueue()
         #: True when :meth:`accept` would accept every message, so recv can skip calling
         #: it: when it is not overridden, or (SUB) while the subscriptions say so
@@ -406,6 +305,10 @@ class SocketStrategy:
         """Queue whatever the strategy holds back (a publisher's gathered messages,
         see :class:`~trizmq.patterns.sockets.pubsub.PubStrategy`); nothing here."""
 
+    def take_gathered(self) -> list[Message]:
+        """The messages gathered to be routed as a batch (:attr:`gathers`); none here."""
+        return []
+
     def send_batch(self, msgs: list[Message], start: int) -> int:
         """Queue ``msgs[start:]`` in order, as calls of :meth:`send` would, up to the
         first that cannot be queued now; return its index (``len(msgs)`` when all
@@ -469,7 +372,7 @@ class SocketStrategy:
             if not chunk:
                 return
             if commands:
-                chunk = [item for item in chunk if item.__class__ in MESSAGE_CLASSES]
+                chunk = [item for item in chunk if item.__class__ in INCOMING_MESSAGES]
             # one-frame messages queued bare become lists again
             batch += [item if item.__class__ is list else [item] for item in chunk]  # type: ignore[list-item]
             room = limit - len(batch)
@@ -489,3 +392,21 @@ class SocketStrategy:
     def statistics(self) -> dict[str, int]:
         """Peers known to the strategy."""
         return {"peers": len(self.inbound)}
+
+    # -- what the counts read (``sock.stats()``, ``trizmq.nursery.counting``) -------
+    def shown_routing_id(self, peer: PeerLike) -> bytes | None:
+        """The routing id ``peer`` is addressed by, as its figures show it."""
+        return peer.routing_id
+
+    def subscriptions_of(self, peer: PeerLike) -> int:
+        """The subscriptions (or groups joined) the strategy keeps for ``peer``."""
+        return 0
+
+    def subscription_totals(self) -> tuple[int, int]:
+        """The subscriptions (or joins) kept for every peer, and those refused."""
+        return 0, 0
+
+    def own_counts(self) -> tuple[int, int, int]:
+        """What the socket's figures add for the strategy's own queue (an XPUB's):
+        messages received, their payload bytes, and messages waiting in it."""
+        return 0, 0, 0

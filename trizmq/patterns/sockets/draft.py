@@ -42,6 +42,7 @@ from ..._errors import HostUnreachable
 from .base import Message, PeerLike, SocketStrategy, Wake
 from .pair import PairStrategy
 from .pipeline import RoundRobinOut
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -50,6 +51,12 @@ if TYPE_CHECKING:
 _IDS = random.Random()
 
 __all__ = [
+    "CHANNEL",
+    "CLIENT",
+    "GATHER",
+    "PEER",
+    "SCATTER",
+    "SERVER",
     "ChannelStrategy",
     "ClientStrategy",
     "GatherStrategy",
@@ -160,6 +167,10 @@ class ServerStrategy(SocketStrategy):
         self.next_id = _IDS.getrandbits(32)
         self.dropped = 0
 
+    def shown_routing_id(self, peer: PeerLike) -> bytes | None:
+        rid = self.ids.get(peer)
+        return None if rid is None else rid.to_bytes(4, "big")
+
     def generate_id(self) -> int:
         """A fresh non-zero id not in use, counting up as libzmq does."""
         while True:
@@ -259,3 +270,16 @@ class PeerStrategy(ServerStrategy):
     """SERVER's routing among PEER sockets; ``connect_peer`` uses :meth:`routing_id_of`."""
 
     socket_type = "PEER"
+
+
+#: the rows of the socket-type table
+CLIENT = SocketType(ClientStrategy, peers={"SERVER"}, own_options={"hello_msg"})
+SERVER = SocketType(
+    ServerStrategy, peers={"CLIENT"}, addressed=True, own_options={"hello_msg", "disconnect_msg"}
+)
+SCATTER = SocketType(ScatterStrategy, peers={"GATHER"})
+GATHER = SocketType(GatherStrategy, peers={"SCATTER"})
+CHANNEL = SocketType(ChannelStrategy, peers={"CHANNEL"})
+PEER = SocketType(
+    PeerStrategy, peers={"PEER"}, addressed=True, own_options={"hello_msg", "disconnect_msg"}
+)

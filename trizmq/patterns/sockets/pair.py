@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .base import Message, PeerLike, SocketStrategy, Wake
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
 
-__all__ = ["PairStrategy"]
+__all__ = ["PAIR", "PairStrategy"]
 
 
 class PairStrategy(SocketStrategy):
@@ -44,3 +45,7 @@ class PairStrategy(SocketStrategy):
             return False
         peer.out_pipe.put(msg)
         return True
+
+
+#: PAIR's row of the socket-type table
+PAIR = SocketType(PairStrategy, peers={"PAIR"})

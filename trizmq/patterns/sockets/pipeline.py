@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from ..routing import RoundRobin
 from .base import Message, PeerLike, SocketStrategy, Wake, can_take
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
 
-__all__ = ["PullStrategy", "PushStrategy", "RoundRobinOut"]
+__all__ = ["PULL", "PUSH", "PullStrategy", "PushStrategy", "RoundRobinOut"]
 
 
 class RoundRobinOut(SocketStrategy):
@@ -97,3 +98,8 @@ class PullStrategy(SocketStrategy):
     """Fair-queue in."""
 
     socket_type = "PULL"
+
+
+#: the rows of the socket-type table
+PUSH = SocketType(PushStrategy, peers={"PULL"}, conflate_out=True)
+PULL = SocketType(PullStrategy, peers={"PUSH"}, conflate_in=True)

@@ -42,14 +42,25 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Cancel, Subscribe, SubscriptionRefused
+from ...zmtp.queue_items import Fanout, FanoutRun
 from ..subscription_messages import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import Fanout, FanoutRun, Message, PeerLike, Queue, SocketStrategy, Wake
+from .base import Message, PeerLike, Queue, SocketStrategy, Wake
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
 
-__all__ = ["PubStrategy", "SubStrategy", "XPubStrategy", "XSubStrategy"]
+__all__ = [
+    "PUB",
+    "SUB",
+    "XPUB",
+    "XSUB",
+    "PubStrategy",
+    "SubStrategy",
+    "XPubStrategy",
+    "XSubStrategy",
+]
 
 log = logging.getLogger("trizmq")
 
@@ -91,6 +102,7 @@ class PubStrategy(SocketStrategy):
     can_recv = False
     eager = True
     wants_commands = True
+    gathers = True
     OPTION_FIELDS: ClassVar[dict[str, str]] = {
         "max_subscriptions": "_max_per_peer",
         "max_subscriptions_total": "_max_total",
@@ -128,8 +140,6 @@ class PubStrategy(SocketStrategy):
         self.send = self._send  # type: ignore[method-assign]
         #: messages held back to be routed as one batch (see the class docstring)
         self.gathered: list[Message] = []
-        #: set by the runtime: called when a message is gathered into an empty list
-        self.gather: Callable[[], None] | None = None
         #: while messages are gathered, the send that gathers them (see _gathering)
         self._gathering_send: Callable[[Message], bool] | None = None
 
@@ -419,6 +429,12 @@ class PubStrategy(SocketStrategy):
             "subscriptions_refused": self.refused,
         }
 
+    def subscriptions_of(self, peer: PeerLike) -> int:
+        return self.subscribers.held_by(peer)
+
+    def subscription_totals(self) -> tuple[int, int]:
+        return self.subscribers.total, self.refused
+
 
 class XPubStrategy(PubStrategy):
     """PUB that hands subscriptions (and other peer messages) to the application."""
@@ -502,6 +518,15 @@ class XPubStrategy(PubStrategy):
         self._from_peer.append(from_peer)
         if was_empty:
             self.readable()
+
+    def own_counts(self) -> tuple[int, int, int]:
+        # its application reads its own queue: peers' messages that wait there are
+        # not received yet, and its subscription notifications are its own
+        return (
+            self.notices_taken - self.peer_messages_waiting,
+            self.notice_bytes_taken - self.peer_bytes_waiting,
+            len(self.pending),
+        )
 
     def recv(self) -> Message | None:
         if not self.pending:
@@ -599,3 +624,24 @@ class SubStrategy(XSubStrategy):
 
     def send(self, msg: Message) -> bool:
         raise NotImplementedError
+
+
+#: the rows of the socket-type table
+PUB = SocketType(
+    PubStrategy,
+    peers={"SUB", "XSUB"},
+    drops_at_hwm=True,
+    conflate_out=True,
+    publishes=True,
+    takes_subscriptions=True,
+)
+XPUB = SocketType(
+    XPubStrategy,
+    peers={"SUB", "XSUB"},
+    drops_at_hwm=True,
+    publishes=True,
+    takes_subscriptions=True,
+    own_options={"xpub_verbose", "xpub_manual", "xpub_welcome_msg"},
+)
+SUB = SocketType(SubStrategy, peers={"PUB", "XPUB"}, conflate_in=True, own_options={"subscribe"})
+XSUB = SocketType(XSubStrategy, peers={"PUB", "XPUB"}, drops_at_hwm=True)

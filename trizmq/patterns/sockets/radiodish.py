@@ -40,13 +40,22 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Join, Leave
 from .base import Message, PeerLike, SocketStrategy, Wake
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
 
 log = logging.getLogger("trizmq")
 
-__all__ = ["MAX_GROUP_LENGTH", "DishStrategy", "RadioStrategy", "check_group", "is_datagram"]
+__all__ = [
+    "DISH",
+    "MAX_GROUP_LENGTH",
+    "RADIO",
+    "DishStrategy",
+    "RadioStrategy",
+    "check_group",
+    "is_datagram",
+]
 
 #: ZMQ_GROUP_MAX_LENGTH
 MAX_GROUP_LENGTH = 255
@@ -213,6 +222,12 @@ class RadioStrategy(SocketStrategy):
     def recv(self) -> Message | None:
         raise NotImplementedError
 
+    def subscriptions_of(self, peer: PeerLike) -> int:
+        return len(self.groups_of(peer))
+
+    def subscription_totals(self) -> tuple[int, int]:
+        return self.joins, self.refused
+
     def groups_of(self, peer: PeerLike) -> set[bytes]:
         """The groups ``peer`` has joined (for tests and diagnostics)."""
         return set(self.joined.get(peer, ()))
@@ -288,3 +303,10 @@ class DishStrategy(SocketStrategy):
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 2 and msg[0] in self.groups
+
+
+#: the rows of the socket-type table
+RADIO = SocketType(
+    RadioStrategy, peers={"DISH"}, drops_at_hwm=True, publishes=True, udp="connect", addressed=True
+)
+DISH = SocketType(DishStrategy, peers={"RADIO"}, udp="bind", addressed=True)

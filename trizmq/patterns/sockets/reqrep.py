@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..._errors import HostUnreachable, StateError
 from .base import Message, PeerLike, SocketStrategy, Wake
 from .pipeline import RoundRobinOut
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -45,7 +46,16 @@ if TYPE_CHECKING:
 #: our own generator: ids never disturb (nor depend on) the application's random state
 _IDS = random.Random()
 
-__all__ = ["DealerStrategy", "RepStrategy", "ReqStrategy", "RouterStrategy"]
+__all__ = [
+    "DEALER",
+    "REP",
+    "REQ",
+    "ROUTER",
+    "DealerStrategy",
+    "RepStrategy",
+    "ReqStrategy",
+    "RouterStrategy",
+]
 
 _REQUEST_ID = struct.Struct("!I")
 
@@ -334,3 +344,34 @@ class RouterStrategy(SocketStrategy):
 
     def statistics(self) -> dict[str, int]:
         return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}
+
+
+#: the rows of the socket-type table
+REQ = SocketType(
+    ReqStrategy,
+    peers={"REP", "ROUTER"},
+    sends_identity=True,
+    own_options={"probe_router", "req_correlate", "req_relaxed"},
+)
+REP = SocketType(RepStrategy, peers={"REQ", "DEALER"}, drops_at_hwm=True)
+DEALER = SocketType(
+    DealerStrategy,
+    peers={"REP", "DEALER", "ROUTER"},
+    conflate_out=True,
+    conflate_in=True,
+    sends_identity=True,
+    own_options={"probe_router", "hello_msg"},
+)
+ROUTER = SocketType(
+    RouterStrategy,
+    peers={"REQ", "DEALER", "ROUTER"},
+    drops_at_hwm=True,
+    sends_identity=True,
+    own_options={
+        "router_mandatory",
+        "router_handover",
+        "probe_router",
+        "hello_msg",
+        "disconnect_msg",
+    },
+)

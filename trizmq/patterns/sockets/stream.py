@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Hangup
+from ...zmtp.queue_items import Hangup
 from .reqrep import RouterStrategy
+from .socket_type import SocketType
 
 if TYPE_CHECKING:
     from .base import Message, PeerLike
 
-__all__ = ["StreamStrategy"]
+__all__ = ["STREAM", "StreamStrategy"]
 
 
 class StreamStrategy(RouterStrategy):
@@ -68,3 +69,7 @@ class StreamStrategy(RouterStrategy):
             return False  # wait for room: a stream's bytes are not dropped
         peer.out_pipe.put(data)
         return True
+
+
+#: STREAM's row of the socket-type table: raw bytes, no ZMTP, so no peer types
+STREAM = SocketType(StreamStrategy, peers=(), codec="raw")
