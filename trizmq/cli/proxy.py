@@ -39,6 +39,7 @@ from ._common import (
     needs_prometheus_client,
     parse_side,
     run,
+    seconds_option,
 )
 
 if TYPE_CHECKING:
@@ -158,13 +159,8 @@ async def _report(control: trizmq.Socket, mode: str, interval: float, live: bool
     required=True,
     help="forwarder (XSUB/XPUB), queue (ROUTER/DEALER) or streamer (PULL/PUSH).",
 )
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.01),
-    default=1.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How often the counters are refreshed.",
+@seconds_option(
+    "--interval", minimum=0.01, default=1.0, help="How often the counters are refreshed."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No counters.")
 @click.option(
@@ -172,9 +168,7 @@ async def _report(control: trizmq.Socket, mode: str, interval: float, live: bool
     metavar="ENDPOINT",
     help="Also publish a copy of every forwarded message on a PUB bound here.",
 )
-@click.option(
-    "--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Stop after SECONDS."
-)
+@seconds_option("--timeout", help="Stop after SECONDS.")
 @click.option(
     "--metrics",
     metavar="HOST:PORT",

@@ -37,7 +37,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ._common import CliError, needs_prometheus_client, plural, run
+from ._common import CliError, needs_prometheus_client, plural, run, seconds_option
 
 __all__ = ["SocketView", "fetch", "normalise_url", "parse", "render", "top"]
 
@@ -274,23 +274,19 @@ async def _top(url: str, interval: float, once: bool, timeout: float) -> int:
 
 
 @click.command()
-@click.option(
+@seconds_option(
     "--interval",
-    type=click.FloatRange(min=0.05),
+    minimum=0.05,
     default=1.0,
-    show_default=True,
-    metavar="SECONDS",
     help="Seconds between reads (the rates are taken over it).",
 )
 @click.option(
     "--once", is_flag=True, help="Print one snapshot (two reads INTERVAL apart) and exit."
 )
-@click.option(
+@seconds_option(
     "--timeout",
-    type=click.FloatRange(min=0.1),
+    minimum=0.1,
     default=5.0,
-    show_default=True,
-    metavar="SECONDS",
     help="How long one read may take before the endpoint counts as not answering.",
 )
 @click.argument("url")
