@@ -13,6 +13,7 @@ from trizmq.cli._common import (
     SINGLE_PART,
     SOCKET_TYPES,
     CliError,
+    byte_size,
     parse_side,
     seconds_option,
 )
@@ -88,3 +89,12 @@ def test_seconds_option_bounds_and_defaults() -> None:
     shown = runner.invoke(command, ["--help"]).output
     assert "--wait SECONDS" in shown and "[default: 2.0; x>=0.5]" in shown
     assert "--timeout SECONDS" in shown and "default" not in shown.split("--timeout")[1]
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (5 << 20, "5.0 MiB")],
+)
+def test_byte_size(count: int, text: str) -> None:
+    assert byte_size(count) == text
+    assert byte_size(3 << 40) == "3072.0 GiB"  # GiB is the largest unit

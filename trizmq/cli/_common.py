@@ -37,6 +37,7 @@ __all__ = [
     "CliError",
     "EndpointSpec",
     "attach",
+    "byte_size",
     "make_socket",
     "needs_prometheus_client",
     "parse_side",
@@ -119,6 +120,15 @@ def seconds_option(
         metavar="SECONDS",
         help=help,
     )
+
+
+def byte_size(n: float) -> str:
+    """``512 B``, ``1.5 KiB``, ... up to GiB: a byte count or rate for a person."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
 
 
 def plural(count: int, noun: str) -> str:

@@ -35,6 +35,7 @@ from ._common import (
     CliError,
     EndpointSpec,
     attach,
+    byte_size,
     make_socket,
     needs_prometheus_client,
     parse_side,
@@ -81,14 +82,6 @@ class Counters:
     bytes: int = 0
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def _line(down: Counters, up: Counters) -> str:
     return (
         f"frontend->backend {down.messages} msgs {down.bytes} bytes | "
@@ -106,7 +99,9 @@ def _table(
         ("frontend → backend", down, rates[:2]),
         ("backend → frontend", up, rates[2:]),
     ):
-        table.add_row(name, f"{c.messages:,}", _size(c.bytes), f"{mr:,.0f}", _size(br) + "/s")
+        table.add_row(
+            name, f"{c.messages:,}", byte_size(c.bytes), f"{mr:,.0f}", byte_size(br) + "/s"
+        )
     return table
 
 
