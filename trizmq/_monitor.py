@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
 
 import attrs
 import trio
@@ -301,12 +300,7 @@ class Monitor:
     async def __aenter__(self) -> Monitor:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
     def __aiter__(self) -> Monitor:

@@ -49,7 +49,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 
 import attrs
 import trio
@@ -212,12 +211,7 @@ class Authenticator:
         await trio.lowlevel.checkpoint()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         if _CURRENT.get() is self:
             _CURRENT.set(None)
 

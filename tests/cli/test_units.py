@@ -1,10 +1,22 @@
-"""The command line's pure parts: framing, the socket-type tables, key parsing."""
+"""The command line's pure parts: framing, the socket-type tables, key parsing, the
+duration options."""
 
 from __future__ import annotations
 
+import click
 import pytest
+from click.testing import CliRunner
 
-from trizmq.cli._common import CAN_RECV, CAN_SEND, SINGLE_PART, SOCKET_TYPES, CliError, parse_side
+from trizmq.cli._common import (
+    CAN_RECV,
+    CAN_SEND,
+    SINGLE_PART,
+    SOCKET_TYPES,
+    CliError,
+    byte_size,
+    parse_side,
+    seconds_option,
+)
 from trizmq.cli._keys import load_key, z85_decode, z85_encode
 from trizmq.cli.stdio_formats import encode, make_decoder
 
@@ -59,3 +71,30 @@ def test_parse_side() -> None:
     assert str(parse_side("tcp://*:1")) == "bind:tcp://*:1"
     assert str(parse_side("connect:tcp://h:1")) == "connect:tcp://h:1"
     assert str(parse_side("ipc://x.sock", default="connect")) == "connect:ipc://x.sock"
+
+
+def test_seconds_option_bounds_and_defaults() -> None:
+    @click.command()
+    @seconds_option("--wait", minimum=0.5, default=2.0, help="How long to wait.")
+    @seconds_option("--timeout", help="Stop after SECONDS.")
+    def command(wait: float, timeout: float | None) -> None:
+        click.echo(f"{wait!r} {timeout!r}")
+
+    runner = CliRunner()
+    assert runner.invoke(command, []).output == "2.0 None\n"
+    assert runner.invoke(command, ["--wait", "0.5", "--timeout", "3"]).output == "0.5 3.0\n"
+    refused = runner.invoke(command, ["--wait", "0.1"])
+    assert refused.exit_code == 2 and "0.1 is not in the range x>=0.5" in refused.output
+    assert runner.invoke(command, ["--timeout", "-1"]).exit_code == 2
+    shown = runner.invoke(command, ["--help"]).output
+    assert "--wait SECONDS" in shown and "[default: 2.0; x>=0.5]" in shown
+    assert "--timeout SECONDS" in shown and "default" not in shown.split("--timeout")[1]
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (5 << 20, "5.0 MiB")],
+)
+def test_byte_size(count: int, text: str) -> None:
+    assert byte_size(count) == text
+    assert byte_size(3 << 40) == "3072.0 GiB"  # GiB is the largest unit

@@ -7,6 +7,8 @@ Rules:
   non-zero exit status, never a traceback. :func:`run` turns the errors trizmq and
   the OS raise for such mistakes (``ZMQError``, ``OSError``) into a ``CliError``,
   looking through trio's exception groups.
+* A duration is given in seconds, as a float: every such option is made by
+  :func:`seconds_option` (metavar ``SECONDS``, a lower bound, its default shown).
 * SIGINT and SIGTERM are handled with :func:`trio.open_signal_receiver`: the command
   is cancelled (its sockets close without linger) and the exit status is
   ``128 + signal`` (130 for Ctrl-C). A ``KeyboardInterrupt`` that arrives before the
@@ -19,8 +21,10 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 import attrs
+import click
 import trio
 
 import trizmq
@@ -33,11 +37,15 @@ __all__ = [
     "CliError",
     "EndpointSpec",
     "attach",
+    "byte_size",
     "make_socket",
     "needs_prometheus_client",
     "parse_side",
     "run",
+    "seconds_option",
 ]
+
+F = TypeVar("F", bound=Callable[..., object])
 
 #: every socket type the command line knows, by its lower-case name
 SOCKET_TYPES: dict[str, type[trizmq.Socket]] = {
@@ -94,6 +102,33 @@ def needs_prometheus_client(what: str) -> None:
 
     if importlib.util.find_spec("prometheus_client") is None:
         raise CliError(f"{what} needs prometheus_client: pip install 'trizmq[metrics]'")
+
+
+def seconds_option(
+    *names: str, minimum: float = 0, default: float | None = None, help: str
+) -> Callable[[F], F]:
+    """A click option of a duration: a float of seconds, at least ``minimum``.
+
+    Its metavar is ``SECONDS``; a ``default`` is shown in the help (without one the
+    option is None when not given).
+    """
+    return click.option(
+        *names,
+        type=click.FloatRange(min=minimum),
+        default=default,
+        show_default=default is not None,
+        metavar="SECONDS",
+        help=help,
+    )
+
+
+def byte_size(n: float) -> str:
+    """``512 B``, ``1.5 KiB``, ... up to GiB: a byte count or rate for a person."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
 
 
 def plural(count: int, noun: str) -> str:

@@ -48,6 +48,7 @@ from ._common import (
     make_socket,
     plural,
     run,
+    seconds_option,
 )
 from ._security_flags import SecurityPlan, open_security, plan_security, plan_tls, security_options
 from .monitor import format_event
@@ -150,16 +151,9 @@ def _common_options(fn: F) -> F:
         click.option(
             "-n", "--count", type=click.IntRange(min=1), help="Stop after this many messages."
         ),
-        click.option(
-            "--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Stop after SECONDS."
-        ),
-        click.option(
-            "--linger",
-            type=click.FloatRange(min=0),
-            default=5.0,
-            show_default=True,
-            metavar="SECONDS",
-            help="How long closing keeps flushing unsent messages.",
+        seconds_option("--timeout", help="Stop after SECONDS."),
+        seconds_option(
+            "--linger", default=5.0, help="How long closing keeps flushing unsent messages."
         ),
         click.option("--routing-id", metavar="TEXT", help="This socket's routing id (identity)."),
         click.option(
@@ -373,12 +367,9 @@ def _needs_peer_wait(c: Common) -> bool:
 @click.command()
 @_common_options
 @click.option("-g", "--group", metavar="GROUP", help="RADIO: the group to send to.")
-@click.option(
+@seconds_option(
     "--settle",
-    type=click.FloatRange(min=0),
     default=0.2,
-    show_default=True,
-    metavar="SECONDS",
     help="PUB/XPUB/RADIO/ROUTER/SERVER/PEER: wait this long after the first peer's handshake.",
 )
 @click.argument("messages", nargs=-1)

@@ -19,7 +19,15 @@ import trio
 
 import trizmq
 
-from ._common import SOCKET_TYPES, EndpointSpec, attach, make_socket, parse_side, run
+from ._common import (
+    SOCKET_TYPES,
+    EndpointSpec,
+    attach,
+    make_socket,
+    parse_side,
+    run,
+    seconds_option,
+)
 
 __all__ = ["format_event", "monitor"]
 
@@ -55,9 +63,7 @@ def format_event(event: trizmq.MonitorEvent, *, as_json: bool) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 @click.option("-n", "--count", type=click.IntRange(min=1), help="Stop after this many events.")
-@click.option(
-    "--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Stop after SECONDS."
-)
+@seconds_option("--timeout", help="Stop after SECONDS.")
 @click.argument("endpoints", nargs=-1, required=True)
 def monitor(
     type_name: str,

@@ -35,10 +35,12 @@ from ._common import (
     CliError,
     EndpointSpec,
     attach,
+    byte_size,
     make_socket,
     needs_prometheus_client,
     parse_side,
     run,
+    seconds_option,
 )
 
 if TYPE_CHECKING:
@@ -80,14 +82,6 @@ class Counters:
     bytes: int = 0
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def _line(down: Counters, up: Counters) -> str:
     return (
         f"frontend->backend {down.messages} msgs {down.bytes} bytes | "
@@ -105,7 +99,9 @@ def _table(
         ("frontend → backend", down, rates[:2]),
         ("backend → frontend", up, rates[2:]),
     ):
-        table.add_row(name, f"{c.messages:,}", _size(c.bytes), f"{mr:,.0f}", _size(br) + "/s")
+        table.add_row(
+            name, f"{c.messages:,}", byte_size(c.bytes), f"{mr:,.0f}", byte_size(br) + "/s"
+        )
     return table
 
 
@@ -158,13 +154,8 @@ async def _report(control: trizmq.Socket, mode: str, interval: float, live: bool
     required=True,
     help="forwarder (XSUB/XPUB), queue (ROUTER/DEALER) or streamer (PULL/PUSH).",
 )
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.01),
-    default=1.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How often the counters are refreshed.",
+@seconds_option(
+    "--interval", minimum=0.01, default=1.0, help="How often the counters are refreshed."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No counters.")
 @click.option(
@@ -172,9 +163,7 @@ async def _report(control: trizmq.Socket, mode: str, interval: float, live: bool
     metavar="ENDPOINT",
     help="Also publish a copy of every forwarded message on a PUB bound here.",
 )
-@click.option(
-    "--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Stop after SECONDS."
-)
+@seconds_option("--timeout", help="Stop after SECONDS.")
 @click.option(
     "--metrics",
     metavar="HOST:PORT",

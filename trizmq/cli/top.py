@@ -37,7 +37,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ._common import CliError, needs_prometheus_client, plural, run
+from ._common import (
+    CliError,
+    byte_size,
+    needs_prometheus_client,
+    plural,
+    run,
+    seconds_option,
+)
 
 __all__ = ["SocketView", "fetch", "normalise_url", "parse", "render", "top"]
 
@@ -157,14 +164,6 @@ def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def _seconds(value: float | None) -> str:
     if value is None:
         return "-"
@@ -221,8 +220,8 @@ def render(
             _count(rates[1]),
             _count(f.get("sent")),
             _count(f.get("received")),
-            "-" if rates[2] is None else _size(rates[2]),
-            "-" if rates[3] is None else _size(rates[3]),
+            "-" if rates[2] is None else byte_size(rates[2]),
+            "-" if rates[3] is None else byte_size(rates[3]),
             f"{_count(view.queued.get('out'))} ({_count(view.peak.get('out'))})",
             f"{_count(view.queued.get('in'))} ({_count(view.peak.get('in'))})",
             _nonzero(view.drops),
@@ -274,23 +273,19 @@ async def _top(url: str, interval: float, once: bool, timeout: float) -> int:
 
 
 @click.command()
-@click.option(
+@seconds_option(
     "--interval",
-    type=click.FloatRange(min=0.05),
+    minimum=0.05,
     default=1.0,
-    show_default=True,
-    metavar="SECONDS",
     help="Seconds between reads (the rates are taken over it).",
 )
 @click.option(
     "--once", is_flag=True, help="Print one snapshot (two reads INTERVAL apart) and exit."
 )
-@click.option(
+@seconds_option(
     "--timeout",
-    type=click.FloatRange(min=0.1),
+    minimum=0.1,
     default=5.0,
-    show_default=True,
-    metavar="SECONDS",
     help="How long one read may take before the endpoint counts as not answering.",
 )
 @click.argument("url")

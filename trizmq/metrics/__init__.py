@@ -51,34 +51,17 @@ __all__ = [
     "unregister",
 ]
 
-#: which private module holds each public name, and the distribution it needs
-_HOMES = {
-    **dict.fromkeys(
-        (
-            "PEER_METRICS",
-            "SOCKET_METRICS",
-            "MetricsServer",
-            "SocketCollector",
-            "collector",
-            "register",
-            "register_all",
-            "serve",
-            "unregister",
-        ),
-        ("._prometheus", "prometheus_client"),
-    ),
-    **dict.fromkeys(
-        ("INSTRUMENTS", "OtelInstrumentation", "instrument_otel"),
-        ("._otel", "opentelemetry-api"),
-    ),
-}
+#: each half's private module and the distribution it needs
+_PROMETHEUS = ("._prometheus", "prometheus_client")
+_OTEL = ("._otel", "opentelemetry-api")
+#: the OpenTelemetry half's public names; every other public name is the Prometheus half's
+_OTEL_NAMES = frozenset({"INSTRUMENTS", "OtelInstrumentation", "instrument_otel"})
 
 
 def __getattr__(name: str) -> object:
-    try:
-        module_name, needs = _HOMES[name]
-    except KeyError:
-        raise AttributeError(f"module 'trizmq.metrics' has no attribute {name!r}") from None
+    if name not in __all__:
+        raise AttributeError(f"module 'trizmq.metrics' has no attribute {name!r}")
+    module_name, needs = _OTEL if name in _OTEL_NAMES else _PROMETHEUS
     try:
         module = importlib.import_module(module_name, __name__)
     except ModuleNotFoundError as exc:

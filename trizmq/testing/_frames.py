@@ -35,10 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..zmtp.commands import ERROR, READY
+from ..zmtp.commands import ERROR, INITIATE, READY
 from ..zmtp.frames import COMMAND, HEADER_SIZE, LONG, MORE
 from ..zmtp.greeting import GREETING_SIZE
-from ..zmtp.plain import INITIATE
 
 __all__ = ["FrameWalker"]
 

@@ -13,17 +13,8 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import check_ipc_path
-from .base import (
-    DEFAULT_BACKLOG,
-    Codec,
-    Endpoint,
-    Listener,
-    ListenerBase,
-    SocketKind,
-    effective_backlog,
-    zmtp_codec,
-)
-from .tcp import rename_oserror
+from .base import DEFAULT_BACKLOG, Endpoint, Listener, effective_backlog
+from .os_sockets import SocketListenerBase, ZmtpStreamTransport, closed_on_error
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -53,10 +44,8 @@ def _unix_socket() -> trio.socket.SocketType:
     return trio.socket.socket(family, trio.socket.SOCK_STREAM)
 
 
-class IPCListener(ListenerBase):
+class IPCListener(SocketListenerBase):
     """A bound, listening Unix socket; removes its socket file on :meth:`aclose`."""
-
-    endpoint: str
 
     def __init__(
         self,
@@ -64,16 +53,10 @@ class IPCListener(ListenerBase):
         endpoint: str,
         owned_file: tuple[str, int, int] | None,
     ) -> None:
-        self._listener = listener
-        self.endpoint = endpoint
+        super().__init__(listener, endpoint)
         # (absolute path, st_dev, st_ino) of the socket file we created, or None for
         # abstract names, which vanish with the socket.
         self._owned_file = owned_file
-
-    @property
-    def socket(self) -> trio.socket.SocketType:
-        """The underlying trio socket."""
-        return self._listener.socket
 
     async def accept(self) -> tuple[trio.SocketStream, str]:
         """Wait for a peer; return its stream and ``""`` (Unix peers have no address)."""
@@ -92,7 +75,7 @@ class IPCListener(ListenerBase):
                     os.unlink(path)
             except OSError:
                 pass
-        await self._listener.aclose()
+        await super().aclose()
 
 
 async def listen_ipc(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> IPCListener:
@@ -108,7 +91,7 @@ async def listen_ipc(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> I
     abstract = path.startswith("@")
 
     sock = _unix_socket()
-    try:
+    with closed_on_error(sock, f"cannot bind {name}"):
         try:
             await sock.bind(_sockaddr(path))
         except OSError as exc:
@@ -123,12 +106,6 @@ async def listen_ipc(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> I
             # at (and maybe delete) some other file.
             st = os.lstat(path)
             owned = (os.path.abspath(path), st.st_dev, st.st_ino)
-    except OSError as exc:
-        sock.close()
-        raise rename_oserror(exc, f"cannot bind {name}") from exc
-    except BaseException:
-        sock.close()
-        raise
     return IPCListener(trio.SocketListener(sock), name, owned)
 
 
@@ -164,18 +141,12 @@ async def connect_ipc(endpoint: Endpoint) -> trio.SocketStream:
     if endpoint.transport != "ipc" or endpoint.path is None or endpoint.path == "*":
         raise EndpointError(f"endpoint {str(endpoint)!r} is not a connectable ipc endpoint")
     sock = _unix_socket()
-    try:
+    with closed_on_error(sock, f"cannot connect to {endpoint}"):
         await sock.connect(_sockaddr(endpoint.path))
-    except OSError as exc:
-        sock.close()
-        raise rename_oserror(exc, f"cannot connect to {endpoint}") from exc
-    except BaseException:
-        sock.close()
-        raise
     return trio.SocketStream(sock)
 
 
-class IpcTransport:
+class IpcTransport(ZmtpStreamTransport):
     """``ipc://path``, ``ipc://@name`` (Linux abstract) and ``ipc://*`` on bind; ZMTP."""
 
     scheme = "ipc"
@@ -192,12 +163,6 @@ class IpcTransport:
     async def connect(self, endpoint: Endpoint, options: Options) -> trio.abc.Stream:
         """Connect (see :func:`connect_ipc`)."""
         return await connect_ipc(endpoint)
-
-    def codec(
-        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
-    ) -> Codec:
-        """ZMTP."""
-        return zmtp_codec(kind, options)
 
     def abort(self, stream: trio.abc.Stream) -> None:
         """Nothing: a Unix socket leaves no TIME_WAIT behind."""

@@ -6,23 +6,14 @@ import contextlib
 import errno
 import math
 import struct
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
 
 from .._errors import EndpointError, os_error
 from .addresses import parse_host_port
-from .base import (
-    DEFAULT_BACKLOG,
-    Codec,
-    Endpoint,
-    Listener,
-    ListenerBase,
-    SocketKind,
-    effective_backlog,
-    zmtp_codec,
-)
+from .base import DEFAULT_BACKLOG, Endpoint, Listener, effective_backlog
+from .os_sockets import SocketListenerBase, ZmtpStreamTransport, closed_on_error, rename_oserror
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -95,23 +86,15 @@ def apply_tcp_options(stream: trio.abc.Stream, options: Options | None) -> None:
                 sock.setsockopt(level, option, value)
 
 
-class TCPListener(ListenerBase):
+class TCPListener(SocketListenerBase):
     """A bound, listening TCP socket; :meth:`accept` yields one stream per peer."""
-
-    endpoint: str
 
     def __init__(
         self, listener: trio.SocketListener, endpoint: str, options: Options | None = None
     ) -> None:
-        self._listener = listener
-        self.endpoint = endpoint
+        super().__init__(listener, endpoint)
         #: the socket's options, applied to every accepted connection
         self.options = options
-
-    @property
-    def socket(self) -> trio.socket.SocketType:
-        """The underlying trio socket (for options and tests)."""
-        return self._listener.socket
 
     async def accept(self) -> tuple[trio.SocketStream, str]:
         """Wait for a peer; return its stream and its address as ``host:port``."""
@@ -124,10 +107,6 @@ class TCPListener(ListenerBase):
             # report that on first use, so a missing address is not worth failing for.
             peer = ""
         return stream, peer
-
-    async def aclose(self) -> None:
-        """Stop listening; safe to call more than once."""
-        await self._listener.aclose()
 
 
 async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> TCPListener:
@@ -154,7 +133,7 @@ async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> T
     family, type_, proto, _, sockaddr = infos[0]
 
     sock = trio.socket.socket(family, type_, proto)
-    try:
+    with closed_on_error(sock, f"cannot bind {endpoint}"):
         # Same choices as trio.open_tcp_listeners: rebinding a port with connections in
         # TIME_WAIT must work (a restarted server), and an IPv6 bind must not silently
         # grab the IPv4 port too.
@@ -164,12 +143,6 @@ async def listen_tcp(endpoint: Endpoint, *, backlog: int = DEFAULT_BACKLOG) -> T
         await sock.bind(sockaddr)
         sock.listen(backlog)
         bound = format_sockaddr(sock.getsockname())
-    except OSError as exc:
-        sock.close()
-        raise rename_oserror(exc, f"cannot bind {endpoint}") from exc
-    except BaseException:
-        sock.close()
-        raise
     return TCPListener(trio.SocketListener(sock), f"tcp://{bound}")
 
 
@@ -190,7 +163,7 @@ async def connect_tcp(endpoint: Endpoint, options: Options | None = None) -> tri
     return stream
 
 
-class TcpTransport:
+class TcpTransport(ZmtpStreamTransport):
     """``tcp://host:port``: IPv4, IPv6 in brackets, ``*`` and port 0 on bind; ZMTP."""
 
     scheme = "tcp"
@@ -210,12 +183,6 @@ class TcpTransport:
         """Connect (see :func:`connect_tcp`)."""
         return await connect_tcp(endpoint, options)
 
-    def codec(
-        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
-    ) -> Codec:
-        """ZMTP."""
-        return zmtp_codec(kind, options)
-
     def abort(self, stream: trio.abc.Stream) -> None:
         """Close with a reset (see :func:`abort_on_close`)."""
         abort_on_close(stream)
@@ -223,39 +190,3 @@ class TcpTransport:
 
 #: the tcp transport of the table
 TCP = TcpTransport()
-
-
-def rename_oserror(exc: OSError, what: str) -> OSError:
-    """A new :class:`~trizmq.ZMQOSError` saying *what* failed, keeping the errno (hence
-    the builtin subclass too: ``ConnectionRefusedError`` stays one).
-
-    trio's happy-eyeballs connect raises a bare ``OSError`` without errno and hides the
-    per-address errors in ``__cause__``; when they agree on one errno we surface it, so
-    callers can still tell "refused" from other failures.
-    """
-    errno = exc.errno
-    detail = exc.strerror or str(exc)
-    if errno is None:
-        causes = _nested_oserrors(exc.__cause__)
-        errnos = {e.errno for e in causes}
-        if len(errnos) == 1 and None not in errnos:
-            errno = causes[0].errno
-            detail = causes[0].strerror or str(causes[0])
-    message = f"{what}: {detail}"
-    if isinstance(exc, trio.socket.gaierror):
-        return os_error(errno, message, trio.socket.gaierror)
-    return os_error(errno, message)
-
-
-def _nested_oserrors(exc: BaseException | None) -> Sequence[OSError]:
-    if isinstance(exc, OSError):
-        return [exc]
-    # Duck-typed so Python 3.10 (no builtin BaseExceptionGroup) needs no backport import.
-    subs = getattr(exc, "exceptions", None)
-    if not isinstance(subs, tuple):
-        return []
-    found: list[OSError] = []
-    for sub in subs:
-        if isinstance(sub, BaseException):
-            found.extend(_nested_oserrors(sub))
-    return found

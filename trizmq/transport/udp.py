@@ -35,6 +35,7 @@ from ..zmtp import ProtocolError
 from ..zmtp.datagram import decode_datagram, encode_datagram
 from .addresses import HOST_RE, is_multicast, parse_host_port
 from .base import Endpoint, LinkHost, MessageBinding, PeerT
+from .os_sockets import closed_on_error
 
 __all__ = ["UDP", "UdpReceiver", "UdpSender", "UdpTransport", "open_receiver", "open_sender"]
 
@@ -116,7 +117,7 @@ async def open_receiver(endpoint: Endpoint) -> UdpReceiver:
         family, _, _, _, sockaddr = infos[0]
         bind_host = str(sockaddr[0])
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_DGRAM)
-    try:
+    with closed_on_error(sock):
         sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_REUSEADDR, 1)
         if multicast and hasattr(_stdlib_socket, "SO_REUSEPORT"):
             sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_REUSEPORT, 1)
@@ -131,9 +132,6 @@ async def open_receiver(endpoint: Endpoint) -> UdpReceiver:
             mreqn = group + _stdlib_socket.inet_aton(address) + struct.pack("@i", index)
             sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_ADD_MEMBERSHIP, mreqn)
         bound_port = sock.getsockname()[1]
-    except BaseException:
-        sock.close()
-        raise
     shown = host if multicast or host == "*" else bind_host
     iface = f"{endpoint.interface};" if endpoint.interface is not None else ""
     shown = f"[{shown}]" if ":" in shown else shown
@@ -152,7 +150,7 @@ async def open_sender(endpoint: Endpoint) -> UdpSender:
         raise os_error(None, f"{endpoint}: {host!r} does not resolve")
     family, _, _, _, sockaddr = infos[0]
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_DGRAM)
-    try:
+    with closed_on_error(sock):
         if is_multicast(host) and family == _stdlib_socket.AF_INET:
             sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_MULTICAST_TTL, 1)
             sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_MULTICAST_LOOP, 1)
@@ -164,9 +162,6 @@ async def open_sender(endpoint: Endpoint) -> UdpSender:
                     + struct.pack("@i", index)
                 )
                 sock.setsockopt(_stdlib_socket.IPPROTO_IP, _stdlib_socket.IP_MULTICAST_IF, mreqn)
-    except BaseException:
-        sock.close()
-        raise
     return UdpSender(sock, sockaddr)
 
 

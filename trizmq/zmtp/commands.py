@@ -1,4 +1,5 @@
-"""Command bodies: the ``name-len | name | data`` layout and the traffic commands.
+"""Command bodies: the ``name-len | name | data`` layout, the command names and the
+traffic commands.
 
 Rules (37/ZMTP-3.1, libzmq-wire-notes §4-6):
 
@@ -14,6 +15,9 @@ Rules (37/ZMTP-3.1, libzmq-wire-notes §4-6):
   with the body is still reported (raw), since it only serves for logging.
 * JOIN/LEAVE data is the group itself, with no length byte (wire notes §6.1).
 * SUBSCRIBE/CANCEL data is the topic itself.
+* HELLO, WELCOME, INITIATE and READY are the security handshakes' commands: PLAIN
+  and CURVE use the same names (24/ZMTP-PLAIN, 25/ZMTP-CURVE), each with data of
+  its own (their mechanisms read it).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ __all__ = [
     "CANCEL",
     "COMMAND_EVENTS",
     "ERROR",
+    "HELLO",
+    "INITIATE",
     "JOIN",
     "LEAVE",
     "MAX_PING_CONTEXT",
@@ -36,6 +42,7 @@ __all__ = [
     "PONG",
     "READY",
     "SUBSCRIBE",
+    "WELCOME",
     "command_body",
     "error_data",
     "parse_error",
@@ -43,6 +50,9 @@ __all__ = [
     "split_command",
 ]
 
+HELLO = b"HELLO"
+WELCOME = b"WELCOME"
+INITIATE = b"INITIATE"
 READY = b"READY"
 ERROR = b"ERROR"
 SUBSCRIBE = b"SUBSCRIBE"

@@ -61,7 +61,7 @@ from nacl.bindings import (
 from nacl.exceptions import CryptoError
 from nacl.utils import random
 
-from .commands import READY
+from .commands import HELLO, INITIATE, READY, WELCOME
 from .errors import ProtocolError
 from .events import Received
 from .frames import COMMAND, MORE
@@ -139,9 +139,6 @@ __all__ = [
     "curve_public",
 ]
 
-HELLO = b"HELLO"
-WELCOME = b"WELCOME"
-INITIATE = b"INITIATE"
 MESSAGE = b"MESSAGE"
 _HANDSHAKE = frozenset({HELLO, WELCOME, INITIATE, READY})
 

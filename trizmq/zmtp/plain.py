@@ -23,16 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .commands import READY
+from .commands import HELLO, INITIATE, READY, WELCOME
 from .errors import ProtocolError
 from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
 from .metadata import decode_metadata, encode_metadata
 
 __all__ = ["PlainClientMechanism", "PlainServerMechanism"]
 
-HELLO = b"HELLO"
-WELCOME = b"WELCOME"
-INITIATE = b"INITIATE"
 _MAX_CREDENTIAL = 255
 _HANDSHAKE = frozenset({HELLO, WELCOME, INITIATE, READY})
 
