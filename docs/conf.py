@@ -156,7 +156,9 @@ def api_markdown() -> str:
         for name in groups[kind]:
             obj = getattr(trizmq, name)
             if inspect.isclass(obj):
-                directives.append(f".. autoclass:: trizmq.{name}\n   :members:\n")
+                # Socket is its three halves (life, sends, receives): shown as one
+                inherited = "   :inherited-members:\n" if obj is trizmq.Socket else ""
+                directives.append(f".. autoclass:: trizmq.{name}\n   :members:\n{inherited}")
             else:
                 directives.append(f".. autofunction:: trizmq.{name}\n")
         out.append("```{eval-rst}\n" + "\n".join(directives) + "```\n")

@@ -135,6 +135,8 @@ LAYERS: list[tuple[str, list[tuple[str, list[str]]]]] = [
                 [
                     "trizmq",
                     "trizmq._socket",
+                    "trizmq._sending",
+                    "trizmq._receiving",
                     "trizmq._lifecycle",
                     "trizmq._socket_classes",
                     "trizmq._merge",

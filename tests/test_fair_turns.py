@@ -18,7 +18,7 @@ import trio
 
 import trizmq
 from trizmq._lifecycle import SocketLife
-from trizmq._socket import YIELD_EVERY
+from trizmq._sending import YIELD_EVERY
 
 
 @contextmanager

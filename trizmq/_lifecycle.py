@@ -83,15 +83,15 @@ class SocketLife:
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._closed = False
         self._closing = False
-        #: the hot paths' one check: entered, open, and able to send / receive
+        #: entered, open, and able to send / receive (the sends' and receives' check)
         self._sendable = False
         self._recvable = False
-        #: recv's one check for its lean path: receivable, the fast path's inlined
-        #: checkpoint in use, no message part-read (Socket._relean)
-        self._lean_recv = False
-        #: send's one check for its lean path: sendable, the fast path's inlined
-        #: checkpoint in use, no frames kept with more=True (Socket._relean_send)
-        self._lean_send = False
+        #: send's one check for its shortest way: sendable, no frames kept with
+        #: more=True (``Sending._update_send_ready``)
+        self._send_ready = False
+        #: recv's one check for its shortest way: receivable, no message part-read
+        #: (``Receiving._update_recv_ready``)
+        self._recv_ready = False
         self._closed_event: trio.Event | None = None
         #: the trio.run the socket was entered in (a socket lives within one)
         self._trio_token: trio.lowlevel.TrioToken | None = None
@@ -214,8 +214,8 @@ class SocketLife:
         self._runtime.emit = self._emit
         self._sendable = self._strategy.can_send
         self._recvable = self._strategy.can_recv
-        self._lean_recv = self._recvable and self._cancel_pending is not None
-        self._lean_send = self._sendable and self._cancel_pending is not None
+        self._send_ready = self._sendable
+        self._recv_ready = self._recvable
         try:
             for endpoint in self._options.bind:
                 await self._runtime.bind(endpoint)
@@ -266,7 +266,7 @@ class SocketLife:
                 await trio.lowlevel.checkpoint()
             return
         self._closing = True
-        self._sendable = self._recvable = self._lean_recv = self._lean_send = False
+        self._sendable = self._recvable = self._send_ready = self._recv_ready = False
         # from now on the calls take trio's own checkpoint, which reads the calling
         # thread's task (run_vars is the dict of the thread this socket ran in)
         self._cancel_pending = None

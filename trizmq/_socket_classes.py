@@ -9,7 +9,8 @@ import trio
 from ._endpoint import parse_endpoint
 from ._errors import EndpointError, StateError
 from ._message import Message
-from ._socket import Socket, _frame
+from ._sending import frame_of
+from ._socket import Socket
 from .patterns.sockets import SubStrategy, XPubStrategy, XSubStrategy
 from .patterns.sockets.draft import PeerStrategy, pack_routing_id, unpack_routing_id
 from .patterns.sockets.radiodish import DishStrategy, check_group
@@ -375,7 +376,7 @@ class _SinglePart(Socket):
         msg = list(frames)
         if len(msg) != 1:
             raise ValueError(f"a {self.socket_type} message has exactly one frame, not {len(msg)}")
-        return _frame(msg[0])
+        return frame_of(msg[0])
 
     def _wrap(self, frame: bytes, **address: object) -> list[bytes]:
         """The strategy's form of an outgoing frame."""
@@ -400,7 +401,7 @@ class _SinglePart(Socket):
         """
         if more:
             raise ValueError(f"a {self.socket_type} socket sends single-frame messages only")
-        await self._send_raw(self._wrap(_frame(data), **address))
+        await self._send_message(self._wrap(frame_of(data), **address))
 
     def send_nowait(self, data: Buffer, *, more: bool = False, **address: object) -> None:
         """Send one single-frame message or raise ``trio.WouldBlock``.
@@ -420,7 +421,7 @@ class _SinglePart(Socket):
         """
         if more:
             raise ValueError(f"a {self.socket_type} socket sends single-frame messages only")
-        self._send_raw_nowait(self._wrap(_frame(data), **address))
+        self._send_message_nowait(self._wrap(frame_of(data), **address))
 
     def _prepare(self, frames: Iterable[Buffer]) -> list[bytes]:
         return self._wrap(self._one(frames))
@@ -435,7 +436,7 @@ class _SinglePart(Socket):
             ValueError: for a message of more or fewer than one frame.
             TypeError: for a frame that is not bytes-like.
         """
-        await self._send_raw(self._wrap(self._one(frames)))
+        await self._send_message(self._wrap(self._one(frames)))
 
     def send_multipart_nowait(self, frames: Iterable[Buffer]) -> None:
         """Send a one-frame list or raise ``trio.WouldBlock``.
@@ -448,7 +449,7 @@ class _SinglePart(Socket):
             ValueError: for a message of more or fewer than one frame.
             TypeError: for a frame that is not bytes-like.
         """
-        self._send_raw_nowait(self._wrap(self._one(frames)))
+        self._send_message_nowait(self._wrap(self._one(frames)))
 
     def _frames_of(self, raw: list[bytes]) -> list[bytes]:
         return raw[-1:]

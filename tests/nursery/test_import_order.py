@@ -37,7 +37,8 @@ FASTPATH_ORDER = [
     {"direct_io", "tls_input"},
     {"read_through"},
     {"instrument"},
-    {"framing", "trio_probe"},
+    {"hot_paths"},
+    {"trio_probe"},
     {"__init__"},
 ]
 

@@ -198,38 +198,38 @@ def test_pub_routes_follow_every_subscription_change() -> None:
 
 
 def test_pub_one_subscriber_send_follows_every_change() -> None:
-    # one subscriber of everything: send is a shortcut to its pipe, which must give
-    # way as soon as the subscriptions or the peers change
+    # one subscriber of everything: the route the socket calls is a shortcut to its
+    # pipe, which must give way as soon as the subscriptions or the peers change
     a = FakePeer("a", hwm=2)
     s = pub(a)
     s.subscribed(a, b"", True)
-    assert s.send([b"m1"])
-    assert s.send != s._send  # the shortcut stands in front
-    assert s.send([b"m2"])
-    assert s.send([b"m3"])  # over a's mark: dropped, never a wait
+    assert s.route([b"m1"])
+    assert s.route != s.send  # the shortcut stands in front
+    assert s.route([b"m2"])
+    assert s.route([b"m3"])  # over a's mark: dropped, never a wait
     assert queued(a) == [[b"m1"], [b"m2"]]
     assert s.dropped == 1
     s.subscribed(a, b"", False)
     s.subscribed(a, b"x", True)
-    s.send([b"m4"])
-    s.send([b"x5"])
+    s.route([b"m4"])
+    s.route([b"x5"])
     assert queued(a) == [[b"x5"]]
     s.subscribed(a, b"", True)
-    s.send([b"m6"])
-    assert s.send != s._send
+    s.route([b"m6"])
+    assert s.route != s.send
     b = FakePeer("b")
     s.attach(b)
     s.connected(b)
     s.subscribed(b, b"", True)
-    s.send([b"m7"])
-    assert s.send == s._send  # two subscribers: the strategy's own send
+    s.route([b"m7"])
+    assert s.route == s.send  # two subscribers: the strategy's own send
     assert [frames for frames in queued(a)] == [[b"m6"], [b"m7"]]
     assert queued(b) == [[b"m7"]]
     s.detach(a)
-    s.send([b"m8"])
+    s.route([b"m8"])
     assert queued(b) == [[b"m8"]]
     s.disconnected(b)  # its subscriptions are gone until it resends them
-    s.send([b"m9"])
+    s.route([b"m9"])
     assert queued(b) == []
 
 

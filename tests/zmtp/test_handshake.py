@@ -8,6 +8,7 @@ from trizmq._errors import StateError
 from trizmq.zmtp import (
     HANDSHAKE_FRAME_LIMIT,
     Cancel,
+    Connection,
     HandshakeComplete,
     PeerError,
     ProtocolError,
@@ -61,8 +62,13 @@ def test_constructor_rejects_bad_options(kwargs: dict[str, object]) -> None:
 
 
 def test_constructor_rejects_unknown_socket_type() -> None:
-    with pytest.raises(ValueError):
+    # a type the table does not hold has no row to tell the connection its peers
+    with pytest.raises(KeyError, match="DGRAM"):
         connection("DGRAM")
+    # and the connection itself takes only a Socket-Type it can announce
+    for name in ("", "DÉALER"):
+        with pytest.raises(ValueError, match="socket type"):
+            Connection(name, peers=())
 
 
 def test_dealer_router_with_identity() -> None:

@@ -9,8 +9,8 @@ trio keeps private, each read probed before use and each with a public fallback:
   ``task._cancel_points``), reading the running task from trio's thread-local run
   context (``trio._core._run.GLOBAL_RUN_CONTEXT``): :func:`cancel_pending` hands the
   socket a prebuilt check, which its hot paths call in their source and restate
-  nothing of, and :func:`inline_cancel_checks` compiles the check's body into them
-  in place of the call (a call costs ~10 % of an inproc message);
+  nothing of, and :func:`inline_the_check` gives ``hot_paths`` the check's body to
+  compile into them in place of the call (a call costs ~10 % of an inproc message);
 * whether the run loop has a task to run (:func:`anything_runnable`, its run queue);
 * the stdlib socket under a trio socket (:func:`stdlib_socket`);
 * the ``ssl.SSLObject`` and outgoing ``MemoryBIO`` of an ``SSLStream``
@@ -22,16 +22,13 @@ with both checks, down to trio's count of cancel points.
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
 import copy
-import inspect
 import socket
 import ssl
-import textwrap
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
@@ -41,13 +38,11 @@ __all__ = [
     "RUN_CONTEXT",
     "anything_runnable",
     "cancel_pending",
-    "inline_cancel_checks",
+    "inline_the_check",
     "run_vars",
     "stdlib_socket",
     "tls_insides",
 ]
-
-T = TypeVar("T", bound=type)
 
 _current_task = trio.lowlevel.current_task
 
@@ -148,69 +143,16 @@ class _InlineTheCheck(ast.NodeTransformer):
         return statements
 
 
-def inline_cancel_checks(cls: T) -> T:
-    """Compile the cancellation check into the hot paths of ``cls`` (a socket class).
-
-    A method that tests ``self._cancel_pending()`` (the check :func:`cancel_pending`
-    hands out, set on the socket with ``self._run_vars``, trio's run-context values,
-    see :func:`run_vars`) is compiled again from its source with the check's body in
-    place of the call: what a call costs (~35 ns here, a few percent of an inproc
-    message's sending and receiving) is saved, and the socket's module restates
-    nothing of trio. Line numbers, names and docstrings are the method's own; a
-    method whose source cannot be had, or that the rewriting could change otherwise
-    (a closure, a private name, a local of the check's name), keeps the call. The
-    portable path never reaches the check: it runs where ``_cancel_pending`` is set.
-    """
-    if not fastpath.ENABLED:
-        return cls
-    for name, method in list(vars(cls).items()):
-        if inspect.isfunction(method):
-            inlined = _inlined(method)
-            if inlined is not None:
-                setattr(cls, name, inlined)
-    return cls
-
-
-def _inlined(method: Callable[..., Any]) -> Callable[..., Any] | None:
-    """``method`` with the check inlined, or None where it keeps the call."""
-    code = method.__code__
-    if "_cancel_pending" not in code.co_names or code.co_freevars:
-        return None
-    if "running_task" in code.co_varnames:
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(method))
-        filename = inspect.getsourcefile(method)
-    except (OSError, TypeError):
-        return None
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        attr = node.attr if isinstance(node, ast.Attribute) else ""
-        if attr.startswith("__") and not attr.endswith("__"):
-            return None  # a private name, mangled in a class body only
-    (definition,) = tree.body
-    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    if definition.decorator_list:
-        return None
+def inline_the_check(definition: ast.AST) -> int:
+    """Compile the cancellation check into ``definition`` (a parsed method; see
+    ``hot_paths``): each ``if self._cancel_pending(): body`` becomes the check's body,
+    reading the running task from ``self._run_vars`` (trio's run-context values, see
+    :func:`run_vars`), around ``body``. How many it rewrote. What a call costs
+    (~35 ns here, a few percent of an inproc message's sending and receiving) is
+    saved, and the socket's modules restate nothing of trio."""
     inliner = _InlineTheCheck()
-    tree = inliner.visit(tree)
-    if not inliner.inlined:
-        return None
-    ast.increment_lineno(tree, code.co_firstlineno - 1)
-    flags = __future__.annotations.compiler_flag
-    compiled = compile(tree, filename or code.co_filename, "exec", flags=flags, dont_inherit=True)
-    namespace: dict[str, Any] = {}
-    exec(compiled, method.__globals__, namespace)
-    inlined: Callable[..., Any] = namespace[method.__name__]
-    inlined.__qualname__ = method.__qualname__
-    if hasattr(code, "co_qualname"):  # Python 3.11: what profilers and tracebacks name
-        # a keyword mypy, checking against Python 3.10, would not know as one
-        qualname = {"co_qualname": code.co_qualname}
-        inlined.__code__ = inlined.__code__.replace(**qualname)
-    inlined.__module__ = method.__module__
-    inlined.__doc__ = method.__doc__  # as indented in the class (the source was dedented)
-    return inlined
+    inliner.visit(definition)
+    return inliner.inlined
 
 
 def _probe_cancel_check() -> bool:

@@ -216,18 +216,21 @@ class SocketStrategy:
         #: True when :meth:`accept` would accept every message, so recv can skip calling
         #: it: when it is not overridden, or (SUB) while the subscriptions say so
         self.accepts_all = type(self).accept is SocketStrategy.accept
-        # the strategy's own recv, which shortcut_recv may stand in front of; both are
-        # instance attributes from the start, never deleted, so that every instance
-        # keeps one attribute layout (Python's fast attribute access depends on it)
-        self._recv: Callable[[], Message | None] = self.recv
-        self.recv = self._recv  # type: ignore[method-assign]
-        # likewise for the form a single-frame receive takes (a type with its own
-        # recv has no bare messages: recv_item is its recv)
-        self._recv_item: Callable[[], Message | bytes | None] = (
-            self.recv_item if type(self).recv is SocketStrategy.recv else self._recv
-        )
-        self.recv_item = self._recv_item  # type: ignore[method-assign]
+        #: what the socket calls to take its next message, a one-frame one possibly as
+        #: its ``bytes``: :meth:`recv_item`, a type's own :meth:`recv`, or a shortcut
+        #: that does what they would (its one peer's pipe's ``poll_item``, see
+        #: :meth:`shortcut_recv`); an attribute from the start, so that every instance
+        #: keeps one attribute layout (Python's fast attribute access depends on it)
+        self.take_item: Callable[[], Message | bytes | None] = self._own_take_item()
+        #: what the socket calls to route a message out: :meth:`send`, or a shortcut
+        #: a type offers that does what it would (see ``RoundRobinOut.shortcut_send``)
+        self.route: Callable[[Message], bool] = self.send
         self.shortcut_recv()
+
+    def _own_take_item(self) -> Callable[[], Message | bytes | None]:
+        """The type's own receive in the single-frame form: :meth:`recv_item`, or
+        :meth:`recv` for a type with a receive of its own (no bare messages then)."""
+        return self.recv_item if type(self).recv is SocketStrategy.recv else self.recv
 
     @classmethod
     def takes_bare_messages(cls) -> bool:
@@ -256,9 +259,9 @@ class SocketStrategy:
             setattr(self, field, getattr(options, option))
 
     def shortcut_recv(self) -> None:
-        """With one peer that has not left, and every message accepted, :meth:`recv` is
-        that peer's pipe's ``poll_message`` and :meth:`recv_item` its ``poll_item``:
-        what they would do anyway, one call less per message (the commonest case).
+        """With one peer that has not left, and every message accepted, :attr:`take_item`
+        is that peer's pipe's ``poll_item``: what :meth:`recv_item` would do anyway, one
+        call less per message (the commonest case); else the type's own receive.
         Called whenever the peers or :attr:`accepts_all` change."""
         only = self.inbound.only
         if (
@@ -267,12 +270,9 @@ class SocketStrategy:
             and self.accepts_all
             and type(self).recv is SocketStrategy.recv
         ):
-            pipe = only.in_pipe
-            self.recv = pipe.poll_message  # type: ignore[method-assign]
-            self.recv_item = pipe.poll_item  # type: ignore[method-assign]
+            self.take_item = only.in_pipe.poll_item
         else:
-            self.recv = self._recv  # type: ignore[method-assign]
-            self.recv_item = self._recv_item  # type: ignore[method-assign]
+            self.take_item = self._own_take_item()
 
     # -- peers -------------------------------------------------------------------
     def attach(self, peer: PeerLike) -> bool:
@@ -323,7 +323,7 @@ class SocketStrategy:
 
     def recv(self) -> Message | None:
         """The next message, fair-queued over peers; None when there is none."""
-        item = self._recv_item()
+        item = self.recv_item()
         return [item] if isinstance(item, bytes) else item
 
     def recv_item(self) -> Message | bytes | None:

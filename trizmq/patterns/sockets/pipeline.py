@@ -7,7 +7,6 @@ its peers and never sends.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..routing import RoundRobin
@@ -31,10 +30,6 @@ class RoundRobinOut(SocketStrategy):
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.outbound: RoundRobin[PeerLike] = RoundRobin()
-        # the strategy's own send, which shortcut_send may stand in front of (both
-        # instance attributes from the start: see SocketStrategy.__init__)
-        self._send: Callable[[Message], bool] = self.send
-        self.send = self._send  # type: ignore[method-assign]
 
     def attach(self, peer: PeerLike) -> bool:
         self.outbound.add(peer)
@@ -47,13 +42,14 @@ class RoundRobinOut(SocketStrategy):
         super().detach(peer)
 
     def shortcut_send(self) -> None:
-        """With exactly one peer, :meth:`send` is that peer's pipe's ``offer``: what it
-        would do anyway, one call less per message (the commonest case)."""
+        """With exactly one peer, :attr:`route` is that peer's pipe's ``offer``: what
+        :meth:`send` would do anyway, one call less per message (the commonest case);
+        else :meth:`send` itself."""
         only = self.outbound.only
         if only is not None and type(self).send is RoundRobinOut.send:
-            self.send = only.out_pipe.offer  # type: ignore[method-assign,assignment]
+            self.route = only.out_pipe.offer
         else:
-            self.send = self._send  # type: ignore[method-assign,assignment]
+            self.route = self.send
 
     def target(self) -> PeerLike | None:
         """The peer the next message goes to: the next one that can take it."""

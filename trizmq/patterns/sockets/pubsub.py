@@ -133,11 +133,6 @@ class PubStrategy(SocketStrategy):
         self._offers: list[Callable[[object], bool]] | None = None
         #: the same peers' outgoing queues, for a batch (``offer_many_each``)
         self._fan_queues: list[Queue] | None = None
-        # the strategy's own send, which refresh() may stand in front of with the
-        # one-subscriber send (both instance attributes from the start: see
-        # SocketStrategy.__init__)
-        self._send: Callable[[Message], bool] = self.send
-        self.send = self._send  # type: ignore[method-assign]
         #: messages held back to be routed as one batch (see the class docstring)
         self.gathered: list[Message] = []
         #: while messages are gathered, the send that gathers them (see _gathering)
@@ -157,7 +152,7 @@ class PubStrategy(SocketStrategy):
         self.vanished(self.subscribers.remove_peer(peer))
         # hold no departed peer; the cache is rebuilt at the next send
         self._version = -1
-        self.send = self._send  # type: ignore[method-assign,assignment]
+        self.route = self.send
         self._peers = []
         self._offers = None
         self._fan_queues = None
@@ -186,15 +181,17 @@ class PubStrategy(SocketStrategy):
         self._routes = {}
         own = type(self).send is PubStrategy.send
         self._gathering_send = self._gathering() if gathers else None
-        if gathers and own:
-            self.send = self._gathering_send  # type: ignore[method-assign,assignment]
+        # the route the socket calls: the gathering, the one subscriber's queue, or
+        # send itself (each does what send would, until the subscriptions change)
+        if self._gathering_send is not None and own:
+            self.route = self._gathering_send
         elif len(peers) == 1 and own:
-            self.send = self._to_one(peers[0].out_pipe.offer)  # type: ignore[method-assign,assignment]
+            self.route = self._to_one(peers[0].out_pipe.offer)
         else:
-            self.send = self._send  # type: ignore[method-assign,assignment]
+            self.route = self.send
 
     def _to_one(self, offer: Callable[[object], bool]) -> Callable[[Message], bool]:
-        """:meth:`send` while every message goes to one subscriber (the commonest
+        """The route while every message goes to one subscriber (the commonest
         publisher): its pipe's ``offer``, a full pipe counted as a drop, until the
         subscriptions change (then :meth:`send` itself, which refreshes)."""
         subscribers = self.subscribers
@@ -202,7 +199,7 @@ class PubStrategy(SocketStrategy):
 
         def send(msg: Message) -> bool:
             if subscribers.version != version:
-                return self._send(msg)
+                return self.send(msg)
             if not offer(msg):
                 self.dropped += 1
             return True
@@ -210,7 +207,7 @@ class PubStrategy(SocketStrategy):
         return send
 
     def _gathering(self) -> Callable[[Message], bool]:
-        """:meth:`send` while every message goes to the same stream subscribers and the
+        """The route while every message goes to the same stream subscribers and the
         runtime gathers them (see the class docstring): the message appended to
         :attr:`gathered`, until the subscriptions change (then :meth:`send` itself,
         which refreshes). The runtime sets :attr:`gather` before the first send."""
@@ -221,7 +218,7 @@ class PubStrategy(SocketStrategy):
 
         def send(msg: Message) -> bool:
             if subscribers.version != version:
-                return self._send(msg)
+                return self.send(msg)
             gathered = self.gathered
             gathered.append(msg)
             if len(gathered) == 1:

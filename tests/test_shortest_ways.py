@@ -1,14 +1,14 @@
-"""The lean paths of ``recv`` and ``send``: one flag each says the socket is entered,
-open, on the fast path, and has no message part-read (``recv``) or no frames kept
-with ``more=True`` (``send``).
+"""The shortest ways of ``recv`` and ``send``: one flag each says the socket is entered,
+open, and has no message part-read (``recv``: ``_recv_ready``) or no frames kept
+with ``more=True`` (``send``: ``_send_ready``).
 
 A message of several frames read with ``recv`` leaves its other frames for the next
 calls, and until they are taken no call may take a new message. The first tests take
 a message's rest every way there is (``recv``, ``recv_nowait``, ``recv_multipart``,
 ``recv_multipart_nowait``, ``recv_many``, ``recv_message``) between one-frame
 messages from a libzmq peer, and check the order, ``rcvmore``, and that ``recv`` is
-back on its lean path once the rest is taken (so the path is not lost for good after
-one multipart message). The others do the same for frames kept with ``more=True``,
+back on its shortest way once the rest is taken (so the way is not lost for good
+after one multipart message). The others do the same for frames kept with ``more=True``,
 which the next one-frame ``send`` must join, not overtake.
 """
 
@@ -25,8 +25,6 @@ import trio.testing
 import zmq
 
 import trizmq
-
-pytestmark = pytest.mark.fastpath
 
 
 async def _by_recv(sock: trizmq.Socket) -> list[bytes]:
@@ -89,9 +87,9 @@ async def test_the_rest_of_a_message_comes_before_the_next(transport: str, taker
     take_rest = REST_TAKERS[taker]
     with libzmq_socket(zmq.PUSH) as push, trio.fail_after(10):
         pull = trizmq.Pull()
-        assert not pull._lean_recv  # not entered yet
+        assert not pull._recv_ready  # not entered yet
         async with pull:
-            assert pull._lean_recv
+            assert pull._recv_ready
             push.connect(await pull.bind("tcp://127.0.0.1:0" if transport == "tcp" else "ipc://*"))
             push.send_multipart([b"a", b"b", b"c"])
             push.send(b"d")
@@ -99,21 +97,21 @@ async def test_the_rest_of_a_message_comes_before_the_next(transport: str, taker
             push.send(b"g")
             assert await pull.recv() == b"a"
             assert pull.rcvmore
-            assert not pull._lean_recv
+            assert not pull._recv_ready
             assert await take_rest(pull) == [b"b", b"c"]
             assert not pull.rcvmore
-            assert pull._lean_recv
+            assert pull._recv_ready
             assert await pull.recv() == b"d"
             assert await pull.recv() == b"e"
-            assert not pull._lean_recv
+            assert not pull._recv_ready
             assert await take_rest(pull) == [b"f"]
-            assert pull._lean_recv
+            assert pull._recv_ready
             assert await pull.recv() == b"g"
             assert not pull.rcvmore
             # a message half read when the socket closes: its rest is dropped
             push.send_multipart([b"h", b"i"])
             assert await pull.recv() == b"h"
-        assert not pull._lean_recv
+        assert not pull._recv_ready
         with pytest.raises(trio.ClosedResourceError):
             await pull.recv()
 
@@ -125,9 +123,9 @@ async def test_frames_kept_with_more_go_out_with_the_next_send(
 ) -> None:
     with libzmq_socket(zmq.PULL) as pull, trio.fail_after(10):
         push = trizmq.Push(linger=1)
-        assert not push._lean_send  # not entered yet
+        assert not push._send_ready  # not entered yet
         async with push:
-            assert push._lean_send
+            assert push._send_ready
             if transport == "tcp":
                 port = pull.bind_to_random_port("tcp://127.0.0.1")
                 await push.connect(f"tcp://127.0.0.1:{port}")
@@ -139,25 +137,25 @@ async def test_frames_kept_with_more_go_out_with_the_next_send(
                 push.send_nowait(b"b", more=True)
             else:
                 await push.send(b"b", more=True)
-            assert not push._lean_send
+            assert not push._send_ready
             await push.send(b"c")  # the last frame of b's message
-            assert push._lean_send
+            assert push._send_ready
             await push.send(b"d")
             await push.send(bytearray(b"e"), more=True)  # copied, and kept
             with trio.CancelScope() as scope:
                 scope.cancel()
                 await push.send(b"never")  # cancelled: e and this are dropped
-            assert push._lean_send
+            assert push._send_ready
             await push.send(b"f")
             await push.aclose()
-        assert not push._lean_send
+        assert not push._send_ready
         got = [await trio.to_thread.run_sync(pull.recv_multipart) for _ in range(4)]
         assert got == [[b"a"], [b"b", b"c"], [b"d"], [b"f"]]
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
-async def test_whole_messages_take_the_lean_paths_too(transport: str) -> None:
-    """send_multipart and recv_multipart on the lean paths: a whole message either
+async def test_whole_messages_take_the_shortest_ways_too(transport: str) -> None:
+    """send_multipart and recv_multipart on the shortest ways: a whole message either
     way, frames kept with send(more=True) left out of a send_multipart (as ever),
     and a cancelled call that sends or takes nothing."""
     with libzmq_socket(zmq.DEALER) as peer, trio.fail_after(10):
@@ -172,13 +170,13 @@ async def test_whole_messages_take_the_lean_paths_too(transport: str) -> None:
             with trio.CancelScope() as scope:
                 scope.cancel()
                 await dealer.send_multipart([b"never"])
-            assert dealer._lean_send
+            assert dealer._send_ready
             got = [await trio.to_thread.run_sync(peer.recv_multipart) for _ in range(3)]
             assert got == [[b"a", b"b"], [b"whole"], [b"k", b"l"]]
             peer.send_multipart([b"c", b"d"])
             peer.send(b"e")
             assert await dealer.recv_multipart() == [b"c", b"d"]
-            assert dealer._lean_recv
+            assert dealer._recv_ready
             with trio.CancelScope() as scope:
                 scope.cancel()
                 await dealer.recv_multipart()  # cancelled: takes nothing
@@ -206,7 +204,7 @@ def test_a_closed_socket_says_so_in_another_threads_run() -> None:
 
     async def use_and_close() -> None:
         async with push:
-            assert push._lean_send
+            assert push._send_ready
 
     trio.run(use_and_close)
     raised: list[BaseException] = []
