@@ -1,15 +1,15 @@
 """One ZMTP 3.x connection as a sans-I/O state machine: bytes in, events and bytes out.
 
 The driver feeds received bytes to :meth:`Connection.receive_data`, sends whatever
-:meth:`Connection.data_to_send` returns (handshake traffic), and encodes its own
-traffic with the ``encode_*`` methods. Nothing here does I/O, keeps time or knows
-about trio.
+:meth:`Connection.data_to_send` returns (the later stages of our greeting, handshake
+traffic), and encodes its own traffic with the ``encode_*`` methods. Nothing here
+does I/O, keeps time or knows about trio.
 
-States: GREETING (64 bytes, checked byte by byte as they arrive) -> HANDSHAKE
-(command frames only, handled by the :class:`Mechanism`) -> TRAFFIC (messages and
-commands) -> FINISHED (the peer sent ERROR, or it broke the protocol). Any
-:class:`ProtocolError` kills the Connection; every later call to ``receive_data``
-raises one again.
+States: GREETING (64 bytes, checked byte by byte as they arrive; ours goes out in
+stages) -> HANDSHAKE (command frames only, handled by the :class:`Mechanism`) ->
+TRAFFIC (messages and commands) -> FINISHED (the peer sent ERROR, or it broke the
+protocol). Any :class:`ProtocolError` kills the Connection; every later call to
+``receive_data`` raises one again.
 
 Strategy for the decoder:
 
@@ -79,7 +79,6 @@ from .frames import (
     MORE,
     flags_error,
 )
-from .greeting import GREETING_SIZE, check_greeting_prefix
 from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
 from .mechanism import Mechanism
 from .metadata import encode_metadata
@@ -227,6 +226,8 @@ class Connection(Handshaking):
         self._peers = None if peers is None else frozenset(peers)
 
         self._started = False
+        #: how much of our greeting is sent (or queued): its stages, see greeting.py
+        self._greeting_sent = 0
         self._state = State.GREETING
         self._dead: str | None = None
         self._buf = bytearray()
@@ -456,11 +457,9 @@ class Connection(Handshaking):
         events: list[Received] = []
         pos = 0
         if self._state is State.GREETING:
-            if len(src) < GREETING_SIZE:
-                check_greeting_prefix(src)
+            pos = self._parse_greeting(src, events)
+            if not pos:
                 return events, 0
-            self._on_greeting(src[:GREETING_SIZE], events)
-            pos = GREETING_SIZE
         if self._state is State.HANDSHAKE:
             pos = self._parse_handshake(src, pos, events)
         if self._state is State.TRAFFIC:

@@ -1,8 +1,9 @@
 """How one ZMTP connection gets from greeting to traffic: the handshake half.
 
-Part of :class:`~trizmq.zmtp.connection.Connection` (which inherits it): the peer's
-greeting is checked, its handshake commands go to the security :class:`Mechanism`
-(pausing for ZAP when it asks), and the handshake's end sets what traffic may follow.
+Part of :class:`~trizmq.zmtp.connection.Connection` (which inherits it): our greeting
+goes out in stages as the peer's arrives (:mod:`trizmq.zmtp.greeting`), the peer's
+is checked, its handshake commands go to the security :class:`Mechanism` (pausing for
+ZAP when it asks), and the handshake's end sets what traffic may follow.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from .encoding import State, TrafficEncoder
 from .errors import ProtocolError
 from .events import Event, HandshakeComplete, PeerError, Received
 from .frames import COMMAND
-from .greeting import build_greeting, parse_greeting
+from .greeting import (
+    GREETING_SIZE,
+    MAJOR,
+    SIGNATURE,
+    build_greeting,
+    check_greeting_prefix,
+    greeting_rest,
+    parse_greeting,
+)
 from .mechanism import Mechanism, ZapReply, ZapRequest
 
 __all__ = ["HANDSHAKE_FRAME_LIMIT", "Handshaking"]
@@ -43,6 +52,7 @@ class Handshaking(TrafficEncoder):
     _local_metadata: dict[str, bytes]
     _peers: frozenset[str] | None
     _started: bool
+    _greeting_sent: int
     _need: int
     _commands: dict[bytes, Callable[[bytes], Event]]
     _traffic: bool
@@ -109,12 +119,22 @@ class Handshaking(TrafficEncoder):
         """An authentication request the driver must answer with :meth:`zap_reply`."""
         return self._mechanism.pending_zap
 
-    def start(self) -> bytes:
-        """Our whole 64-byte greeting; send it before waiting for anything."""
+    def start(self, *, staged: bool = True) -> bytes:
+        """The first stage of our greeting, its 10-byte signature: send it before
+        waiting for anything. The later stages follow in :meth:`data_to_send` as the
+        peer's greeting decides them (see :mod:`trizmq.zmtp.greeting`).
+
+        ``staged=False`` returns the whole 64-byte ZMTP 3.1 greeting instead, for a
+        caller that knows the peer speaks ZMTP 3 (ZWS, which sends none of it).
+        """
         if self._started:
             raise StateError("Connection.start() was already called")
         self._started = True
-        return build_greeting(self._mechanism.name, self._mechanism.as_server)
+        if not staged:
+            self._greeting_sent = GREETING_SIZE
+            return build_greeting(self._mechanism.name, self._mechanism.as_server)
+        self._greeting_sent = len(SIGNATURE)
+        return SIGNATURE
 
     def zap_reply(self, reply: ZapReply) -> list[Received]:
         """Hand the ZAP answer to the mechanism and resume parsing (ZAP seam).
@@ -137,6 +157,28 @@ class Handshaking(TrafficEncoder):
             self._die(exc.reason)
             raise
         return events + self.receive_data(b"")
+
+    def _parse_greeting(self, src: bytes, events: list[Received]) -> int:
+        """The peer's greeting so far, ``src`` from its first byte: queue the stages
+        of ours that its bytes decide, and take it once whole; return where it ends
+        (0 while it is not whole)."""
+        check_greeting_prefix(src)
+        n = len(src)
+        sent = self._greeting_sent
+        if sent == len(SIGNATURE) and n >= len(SIGNATURE):
+            # a versioned peer (check_greeting_prefix refused the others)
+            self._outbox += MAJOR
+            sent += 1
+        if n > len(SIGNATURE) and sent == len(SIGNATURE) + 1:
+            # its revision says ZMTP 3 (check_greeting_prefix refused the others)
+            mechanism = self._mechanism
+            self._outbox += greeting_rest(mechanism.name, mechanism.as_server)
+            sent = GREETING_SIZE
+        self._greeting_sent = sent
+        if n < GREETING_SIZE:
+            return 0
+        self._on_greeting(src[:GREETING_SIZE], events)
+        return GREETING_SIZE
 
     def _on_greeting(self, greeting_bytes: bytes, events: list[Received]) -> None:
         mechanism = self._mechanism
