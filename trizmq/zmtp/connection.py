@@ -9,7 +9,10 @@ States: GREETING (64 bytes, checked byte by byte as they arrive; ours goes out i
 stages) -> HANDSHAKE (command frames only, handled by the :class:`Mechanism`) ->
 TRAFFIC (messages and commands) -> FINISHED (the peer sent ERROR, or it broke the
 protocol). Any :class:`ProtocolError` kills the Connection; every later call to
-``receive_data`` raises one again.
+``receive_data`` raises one again. A ZMTP 2.0 (revision 1) peer takes the same
+states with RFC 15's contents (:mod:`trizmq.zmtp.zmtp2`): a 12-byte greeting, its
+identity frame for the handshake, and traffic parsed by the same loop with a table
+of flags that has no COMMAND bit.
 
 Strategy for the decoder:
 
@@ -226,8 +229,11 @@ class Connection(Handshaking):
         self._peers = None if peers is None else frozenset(peers)
 
         self._started = False
-        #: how much of our greeting is sent (or queued): its stages, see greeting.py
-        self._greeting_sent = 0
+        #: the peer speaks ZMTP 2.0; the valid flags bytes of traffic frames and why
+        #: another is not one (ZMTP 3's, or 2.0's without the COMMAND bit)
+        self._zmtp2 = False
+        self._header_sizes = _HEADER_SIZE
+        self._flags_error: Callable[[int], str] = flags_error
         self._state = State.GREETING
         self._dead: str | None = None
         self._buf = bytearray()
@@ -528,7 +534,7 @@ class Connection(Handshaking):
         max_frames = self._max_frames
         used = self._used
         more_or_command = _INNER_FLAGS
-        header_sizes = _HEADER_SIZE
+        header_sizes = self._header_sizes
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
         while pos < n:
@@ -564,7 +570,7 @@ class Connection(Handshaking):
                         continue
             header_size = header_sizes.get(flags)
             if header_size is None:
-                raise ProtocolError(flags_error(flags))
+                raise ProtocolError(self._flags_error(flags))
             if n - pos < header_size:
                 self._need = header_size
                 break

@@ -10,17 +10,19 @@ libzmq 4.3's ``zmtp_engine_t::receive_greeting_versioned``, libzmq-wire-notes §
 * We send it in stages, as libzmq does: the 10-byte :data:`SIGNATURE` at once; the
   major version (:data:`MAJOR`, 3) once the peer's signature shows a versioned peer;
   then, once the peer's revision byte has come, the rest (:func:`greeting_rest`) to
-  a ZMTP 3 peer. Together the stages are the same 64 bytes :func:`build_greeting`
-  makes. The
+  a ZMTP 3 peer, or the ZMTP 2.0 answer (``trizmq.zmtp.zmtp2``) to a revision-1
+  peer. Together the stages are the same 64 bytes :func:`build_greeting` makes. The
   padding is ``00..01`` like libzmq without a routing id (a ZMTP 1.0 reader would
   see an empty identity frame).
 * The peer's greeting is checked as soon as each deciding byte arrives
   (:func:`check_greeting_prefix`), so a peer we cannot speak to is refused at once
   rather than waited on forever.
 * Byte 0 must be ``FF`` and byte 9 must have bit 0 set (else it is an unversioned
-  ZMTP 1.0 peer); the padding is never validated. A major version below 3 is refused
-  (:data:`LEGACY_VERSIONS` names it); major 3 minor 0 is ZMTP 3.0; anything higher
-  is accepted and spoken to as 3.1.
+  ZMTP 1.0 peer, refused); the padding is never validated. Revision 1 is ZMTP 2.0
+  (:data:`ZMTP2_REVISION`); revisions 0 and 2 are refused (:data:`LEGACY_VERSIONS`
+  names them: libzmq would speak ZMTP 1.0 framing to the first, nobody sends the
+  second); major 3 minor 0 is ZMTP 3.0; anything higher is accepted and spoken to
+  as 3.1.
 * The mechanism must equal ours exactly, NUL padding included. The as-server byte
   is recorded but never validated (libzmq always sends 0).
 """
@@ -39,6 +41,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MAJOR",
     "SIGNATURE",
+    "ZMTP2_REVISION",
     "Greeting",
     "build_greeting",
     "check_greeting_prefix",
@@ -55,8 +58,11 @@ _MINOR = b"\x01"
 _MECHANISM_SIZE = 20
 _FILLER = bytes(31)
 
+#: the revision byte of a ZMTP 2.0 peer (RFC 15), which we answer in ZMTP 2.0
+ZMTP2_REVISION = 1
+
 #: major versions we refuse, with the protocol they belong to
-LEGACY_VERSIONS: Mapping[int, str] = MappingProxyType({0: "ZMTP 1.0", 1: "ZMTP 2.0", 2: "ZMTP 2.x"})
+LEGACY_VERSIONS: Mapping[int, str] = MappingProxyType({0: "ZMTP 1.0", 2: "ZMTP 2.x"})
 
 
 @attrs.frozen(slots=True)
@@ -94,7 +100,9 @@ def check_greeting_prefix(data: bytes | bytearray) -> None:
         raise ProtocolError("not a ZMTP 3 peer: unversioned greeting (ZMTP 1.0)")
     if n >= 11 and data[10] in LEGACY_VERSIONS:
         legacy = LEGACY_VERSIONS[data[10]]
-        raise ProtocolError(f"peer speaks {legacy}; only ZMTP 3.0 and later are supported")
+        raise ProtocolError(
+            f"peer speaks {legacy}; only ZMTP 2.0 (revision 1) and 3.0 or later are supported"
+        )
 
 
 def _mechanism_name(field: bytes) -> str:
