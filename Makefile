@@ -2,8 +2,9 @@
 #   make demo   runs examples/pipeline.py
 #   make test   runs ruff, mypy --strict and the whole pytest suite on the newest trio
 #               (the newest when .venv was built: a fresh clone's is the newest there
-#               is), installing Chromium for the browser test where it can, then the Spark
-#               tests, and meanwhile the suite twice more: with the fast path off
+#               is), installing Chromium for the browser test and JeroMQ for its
+#               interop tests where it can, then the Spark tests, and meanwhile the
+#               suite twice more: with the fast path off
 #               (TRIZMQ_FASTPATH=0), and with it on against the oldest trio that
 #               pyproject.toml admits (in a second venv, .venv-trio-oldest), both
 #               without what neither changes (SECOND_RUN_SKIPS, below). Their reports
@@ -16,7 +17,7 @@ STAMP := $(VENV)/.installed
 # the independent draft-API peer (libzmq 4.3.5 inside the npm package zeromq 6)
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test test-setup lint venv venv-trio-oldest clean browser prometheus
+.PHONY: demo test test-setup lint venv venv-trio-oldest clean browser prometheus jeromq
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +86,22 @@ prometheus:
 		echo "prometheus not found (apt-get install prometheus): the Prometheus server test will be skipped"; \
 	fi
 
+# Debian's JeroMQ 0.3.6 (a ZMTP 2.0 peer, /usr/share/java/jeromq.jar) for the interop
+# tests of tests/interop/test_jeromq.py, which compile tests/jeromq/Peer.java with the
+# JDK's javac; installed where this runs as root with apt-get; elsewhere those tests
+# skip and say how.
+jeromq:
+	@if [ -f /usr/share/java/jeromq.jar ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get install -y -q libjeromq-java >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libjeromq-java >/dev/null 2>&1)) || \
+		echo "could not install libjeromq-java: the JeroMQ interop tests will be skipped"; \
+	else \
+		echo "jeromq.jar not found (apt-get install libjeromq-java): the JeroMQ interop tests will be skipped"; \
+	fi
+	@command -v javac >/dev/null 2>&1 || \
+		echo "javac not found (a JDK): the JeroMQ interop tests will be skipped"
+
 # What the second runs leave out: Spark (run once, beside them); what neither the
 # switch nor the trio version changes (packaging, the docs build, and the sans-I/O
 # protocol core's and routing's tests, tests/zmtp and tests/patterns: synchronous, no
@@ -108,7 +125,8 @@ TRIO_OLDEST_LOG := .pytest-trio-oldest.log
 
 # The oldest trio's venv is built while ruff, mypy and the other installs run (after
 # the main venv: two editable installs of one tree at once would share its build
-# files); those others run one at a time (browser and prometheus share apt's lock).
+# files); those others run one at a time (browser, prometheus and jeromq share apt's
+# lock).
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j2 test-setup venv-trio-oldest
 	$(BIN)/python -m pytest --ignore=tests/spark
@@ -128,7 +146,7 @@ test: $(STAMP)
 	[ $$spark -eq 0 ] && [ $$offrc -eq 0 ] && [ $$oldestrc -eq 0 ]
 
 test-setup:
-	@for goal in lint $(NODE_STAMP) browser prometheus; do \
+	@for goal in lint $(NODE_STAMP) browser prometheus jeromq; do \
 		$(MAKE) --no-print-directory $$goal || exit 1; \
 	done
 

@@ -91,7 +91,7 @@ NAV: list[tuple[str, list[str]]] = [
     ),
     (
         "Transports and devices",
-        ["transports", "websocket", "proxy", "monitor", "observability"],
+        ["transports", "websocket", "interop", "proxy", "monitor", "observability"],
     ),
     ("Security and reliability", ["security", "reliability"]),
     ("Testing", ["testing"]),

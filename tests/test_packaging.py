@@ -78,6 +78,7 @@ def test_the_sdist_carries_the_test_suite(dist: Path) -> None:
         "tests/conftest.py",
         "tests/interop/test_interop_messages.py",
         "tests/node/peer.js",
+        "tests/jeromq/Peer.java",
         "examples/pipeline.py",
         "benchmarks/run.py",
         "trizmq/py.typed",

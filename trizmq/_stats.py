@@ -96,7 +96,8 @@ DISCONNECT_CAUSES: tuple[str, ...] = (
 #: (it left during the handshake), ``peer_error`` (it refused us with an ERROR: a
 #: client's view of a refusal), ``evicted`` (a newer connection took its handshake
 #: slot, ``max_handshakes``), ``refused`` (the socket took no more peers: a PAIR's
-#: second).
+#: second), ``downgrade`` (a ZMTP 2.0 peer, which has no security mechanism, to a
+#: PLAIN or CURVE socket).
 HANDSHAKE_FAILURE_CAUSES: tuple[str, ...] = (
     "mechanism",
     "zap",
@@ -107,6 +108,7 @@ HANDSHAKE_FAILURE_CAUSES: tuple[str, ...] = (
     "peer_error",
     "evicted",
     "refused",
+    "downgrade",
 )
 
 

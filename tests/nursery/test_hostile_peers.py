@@ -76,6 +76,8 @@ def long_header(size: int) -> bytes:
 
 
 HANDSHAKE = NULL_GREETING + ready(b"PUSH")
+#: the 10 bytes every versioned greeting starts with (then a ZMTP 2.0 peer's revision 1)
+ZMTP2_SIGNATURE = b"\xff" + b"\x00" * 7 + b"\x01\x7f"
 
 # -- the harness -------------------------------------------------------------------------
 
@@ -216,8 +218,20 @@ HANDSHAKE_CASES = {
     "garbage": (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "unversioned greeting"),
     "garbage-after-ff": (b"\xff" + b"\x00" * 8 + b"\x00" + b"junk" * 20, "unversioned greeting"),
     "bad-signature": (b"\xfe" + NULL_GREETING[1:] + ready(), "unversioned greeting"),
-    # ZMTP 2.0: signature, revision 1, socket type, then an identity frame, and it waits
-    "zmtp-2.0": (b"\xff" + b"\x00" * 7 + b"\x01\x7f" + b"\x01" + b"\x08" + b"\x00\x00", "ZMTP 2.0"),
+    # ZMTP 2.0: signature, revision 1, socket type, then an identity frame; the Pull
+    # speaks it to a PUSH (8), and refuses these
+    "zmtp-2.0-pull": (ZMTP2_SIGNATURE + b"\x01\x07" + b"\x00\x00", "incompatible socket type"),
+    "zmtp-2.0-unknown-type": (ZMTP2_SIGNATURE + b"\x01\x0b" + b"\x00\x00", "does not define"),
+    "zmtp-2.0-huge-identity": (
+        ZMTP2_SIGNATURE + b"\x01\x08" + long_header(2**40),
+        "identity of 1099511627776 bytes",
+    ),
+    "zmtp-2.0-identity-more": (ZMTP2_SIGNATURE + b"\x01\x08" + b"\x01\x00", "MORE flag"),
+    "zmtp-2.0-command": (
+        ZMTP2_SIGNATURE + b"\x01\x08" + b"\x00\x00" + command(b"\x04PING\x00\x00"),
+        "COMMAND frame from a ZMTP 2.0 peer",
+    ),
+    "zmtp-revision-0": (ZMTP2_SIGNATURE + b"\x00\x08" + b"\x00\x00", "ZMTP 1.0"),
     "zmtp-1.0": (b"\x01\x00", "unversioned greeting"),
     "mechanism-plain": (greeting(b"PLAIN") + ready(), "security mechanism mismatch"),
     "mechanism-curve": (greeting(b"CURVE"), "peer uses CURVE"),

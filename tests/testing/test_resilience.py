@@ -42,7 +42,9 @@ async def test_linger_flushes_what_a_slow_link_still_carries(
 ) -> None:
     with trio.fail_after(60):
         async with trizmq.Pull(bind="tcp://127.0.0.1:9003") as pull:
-            virtual_network.delay("tcp://127.0.0.1:9003", 2.0)
+            # one second each way: the handshake (two round trips, its greeting in
+            # stages) is still under way when the Push closes, and its messages after it
+            virtual_network.delay("tcp://127.0.0.1:9003", 1.0)
             async with trizmq.Push(connect="tcp://127.0.0.1:9003", linger=10) as push:
                 for i in range(100):
                     await push.send(b"%d" % i)

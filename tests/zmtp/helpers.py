@@ -14,6 +14,7 @@ __all__ = [
     "connection",
     "feed",
     "handshaken",
+    "past_greeting",
     "raw_command",
     "raw_frame",
     "raw_greeting",
@@ -38,6 +39,16 @@ def raw_greeting(
         + bytes((as_server,))
         + bytes(31)
     )
+
+
+def past_greeting(conn: Connection, sent: bytes) -> bytes:
+    """What ``conn`` sent (``sent``) once a peer's whole ZMTP 3 greeting was in, less the
+    last stages of its own greeting (major and minor version, mechanism, as-server,
+    filler), which must come first."""
+    mechanism = conn.mechanism
+    rest = raw_greeting(mechanism=mechanism.name, as_server=int(mechanism.as_server))[10:]
+    assert sent[: len(rest)] == rest, sent[: len(rest)]
+    return sent[len(rest) :]
 
 
 def raw_frame(flags: int, body: bytes, *, long: bool | None = None) -> bytes:

@@ -37,7 +37,7 @@ from trizmq.zmtp import (
 )
 from trizmq.zmtp.plain import PlainClientMechanism, PlainServerMechanism
 
-from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting
+from .helpers import ConnectionPair, connection, past_greeting, raw_command, raw_frame, raw_greeting
 from .test_plain import (
     RawPeer,
     accept_from,
@@ -162,7 +162,7 @@ def ready_server(raw: RawCurveClient, conn: Connection | None = None) -> Connect
     """A server Connection handshaken with ``raw`` (ZAP answered 200)."""
     conn = conn or server_conn()
     conn.receive_data(raw_greeting(mechanism=b"CURVE") + raw.hello())
-    raw.read_welcome(conn.data_to_send())
+    raw.read_welcome(past_greeting(conn, conn.data_to_send()))
     assert conn.receive_data(raw.initiate()) == []
     assert conn.pending_zap == ZapRequest(b"CURVE", (z85_decode(CLIENT_PUBLIC),))
     (done,) = conn.zap_reply(OK)
@@ -178,7 +178,7 @@ def test_client_hello_bytes() -> None:
     conn = connection(
         "DEALER", mechanism=CurveClientMechanism(SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET)
     )
-    greeting = conn.start()
+    greeting = conn.start(staged=False)
     assert greeting[12:17] == b"CURVE" and greeting[32] == 0
     conn.receive_data(raw_greeting(mechanism=b"CURVE", as_server=1))
     hello = conn.data_to_send()
@@ -196,7 +196,7 @@ def test_client_hello_bytes() -> None:
 
 def test_server_greeting_and_welcome_bytes() -> None:
     conn = connection("ROUTER", mechanism=CurveServerMechanism(SERVER_SECRET))
-    assert conn.start()[32] == 1
+    assert conn.start(staged=False)[32] == 1
     raw = RawCurveClient()
     assert conn.receive_data(raw_greeting(mechanism=b"CURVE") + raw.hello()) == []
     raw.read_welcome(conn.data_to_send())  # checks size and opens the box
@@ -264,7 +264,7 @@ def test_hello_for_another_server_or_tampered() -> None:
 def welcomed(raw: RawCurveClient, conn: Connection | None = None) -> Connection:
     conn = conn or server_conn()
     conn.receive_data(raw_greeting(mechanism=b"CURVE") + raw.hello())
-    raw.read_welcome(conn.data_to_send())
+    raw.read_welcome(past_greeting(conn, conn.data_to_send()))
     return conn
 
 
@@ -682,7 +682,7 @@ def test_client_refuses_welcome_from_an_impostor() -> None:
     client = our_client()
     client.start()
     client.receive_data(raw_greeting(mechanism=b"CURVE", as_server=1))
-    client_short = PublicKey(client.data_to_send()[8 + 74 : 8 + 106])
+    client_short = PublicKey(past_greeting(client, client.data_to_send())[8 + 74 : 8 + 106])
     _, impostor_secret = curve_keypair()
     # a well-formed WELCOME to the client's short-term key, boxed by the wrong server
     box = Box(PrivateKey(z85_decode(impostor_secret)), client_short).encrypt(

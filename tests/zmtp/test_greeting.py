@@ -1,4 +1,5 @@
-"""The 64-byte greeting: our exact bytes and every way a peer's can be refused."""
+"""The 64-byte greeting: our exact bytes, sent in stages, and every way a peer's can
+be refused."""
 
 from __future__ import annotations
 
@@ -19,9 +20,32 @@ NULL_GREETING = (
 
 
 def test_exact_greeting_bytes() -> None:
-    greeting = connection("PUB").start()
-    assert len(greeting) == 64
-    assert greeting == NULL_GREETING
+    assert build_greeting(b"NULL", False) == NULL_GREETING
+    assert connection("PUB").start(staged=False) == NULL_GREETING
+
+
+def test_greeting_goes_out_in_stages_as_the_peers_arrives() -> None:
+    # 23/ZMTP's "backwards interoperability": the signature, the major version once
+    # the peer's signature is in, the rest once its revision says ZMTP 3
+    conn = connection("PUB")
+    assert conn.start() == NULL_GREETING[:10]
+    peer = raw_greeting()
+    sent = b""
+    for i in range(len(peer)):
+        assert conn.receive_data(peer[i : i + 1]) == []
+        sent += conn.data_to_send()
+        if i < 9:
+            assert sent == b"", i
+        elif i == 9:
+            assert sent == b"\x03", i
+    assert NULL_GREETING[:10] + sent == NULL_GREETING + raw_ready((b"Socket-Type", b"PUB"))
+
+
+def test_a_whole_greeting_at_once_is_answered_with_the_rest_of_ours() -> None:
+    conn = connection("SUB")
+    conn.start()
+    conn.receive_data(raw_greeting())
+    assert conn.data_to_send() == NULL_GREETING[10:] + raw_ready((b"Socket-Type", b"SUB"))
 
 
 def test_start_twice_is_a_local_error() -> None:
@@ -41,7 +65,7 @@ def test_greeting_queues_ready_and_records_version() -> None:
     conn.start()
     assert conn.peer_version == (0, 0)
     assert conn.receive_data(raw_greeting()[:63]) == []
-    assert conn.data_to_send() == b""
+    assert conn.data_to_send() == NULL_GREETING[10:]  # the rest of our greeting
     assert conn.receive_data(raw_greeting()[63:]) == []
     assert conn.peer_version == (3, 1)
     assert conn.data_to_send() == raw_ready((b"Socket-Type", b"SUB"))
@@ -94,12 +118,21 @@ def test_unversioned_signature_bit_refused_at_tenth_byte() -> None:
         conn.receive_data(bytes(greeting[9:10]))
 
 
-@pytest.mark.parametrize(("major", "name"), [(0, "ZMTP 1.0"), (1, "ZMTP 2.0"), (2, "ZMTP 2.x")])
+@pytest.mark.parametrize(("major", "name"), [(0, "ZMTP 1.0"), (2, "ZMTP 2.x")])
 def test_legacy_peer_refused_at_eleventh_byte(major: int, name: str) -> None:
-    # a ZMTP 2.0 peer sends 12 bytes and then waits: we must not wait for 64
+    # such a peer sends 12 bytes and then waits: we must not wait for 64
     legacy = raw_greeting(major)[:11] + b"\x05"
     err = _refused(legacy)
     assert name in err.reason
+
+
+def test_unversioned_zmtp10_peer_refused_at_once() -> None:
+    # ZMTP 1.0: an identity frame, a short length first (not FF), and no signature
+    conn = connection("DEALER")
+    conn.start()
+    with pytest.raises(ProtocolError, match=r"unversioned greeting \(ZMTP 1\.0\)"):
+        conn.receive_data(b"\x01\x00")
+    assert conn.data_to_send() == b""  # nothing more of our greeting goes out
 
 
 def test_mechanism_mismatch_names_both() -> None:

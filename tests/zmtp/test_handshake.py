@@ -15,7 +15,15 @@ from trizmq.zmtp import (
     Subscribe,
 )
 
-from .helpers import ConnectionPair, connection, raw_command, raw_frame, raw_greeting, raw_ready
+from .helpers import (
+    ConnectionPair,
+    connection,
+    past_greeting,
+    raw_command,
+    raw_frame,
+    raw_greeting,
+    raw_ready,
+)
 
 # libzmq-wire-notes §2.2, byte for byte
 DEALER_READY = b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00"
@@ -26,7 +34,7 @@ def _ready_of(socket_type: str, **kwargs: object) -> bytes:
     conn = connection(socket_type, **kwargs)  # type: ignore[arg-type]
     conn.start()
     conn.receive_data(raw_greeting())
-    return conn.data_to_send()
+    return past_greeting(conn, conn.data_to_send())
 
 
 def test_dealer_ready_bytes() -> None:

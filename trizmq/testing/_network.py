@@ -614,9 +614,10 @@ class VirtualNetwork:
 
         Applies to existing and future links (``seconds=0`` undoes it); chunks already
         in flight keep their time. With ``handshake=True`` (the default, like a slow
-        network) the greeting and handshake are delayed too, so a connection takes a
-        round trip or more longer to come up; with ``handshake=False`` they pass at once
-        and only what follows the handshake (messages and commands) is delayed.
+        network) the greeting and handshake are delayed too, so a connection takes two
+        round trips or more longer to come up (the greeting goes in stages); with
+        ``handshake=False`` they pass at once and only what follows the handshake
+        (messages and commands) is delayed.
 
         Args:
             endpoint: An endpoint naming the listener.

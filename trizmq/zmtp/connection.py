@@ -1,15 +1,18 @@
 """One ZMTP 3.x connection as a sans-I/O state machine: bytes in, events and bytes out.
 
 The driver feeds received bytes to :meth:`Connection.receive_data`, sends whatever
-:meth:`Connection.data_to_send` returns (handshake traffic), and encodes its own
-traffic with the ``encode_*`` methods. Nothing here does I/O, keeps time or knows
-about trio.
+:meth:`Connection.data_to_send` returns (the later stages of our greeting, handshake
+traffic), and encodes its own traffic with the ``encode_*`` methods. Nothing here
+does I/O, keeps time or knows about trio.
 
-States: GREETING (64 bytes, checked byte by byte as they arrive) -> HANDSHAKE
-(command frames only, handled by the :class:`Mechanism`) -> TRAFFIC (messages and
-commands) -> FINISHED (the peer sent ERROR, or it broke the protocol). Any
-:class:`ProtocolError` kills the Connection; every later call to ``receive_data``
-raises one again.
+States: GREETING (64 bytes, checked byte by byte as they arrive; ours goes out in
+stages) -> HANDSHAKE (command frames only, handled by the :class:`Mechanism`) ->
+TRAFFIC (messages and commands) -> FINISHED (the peer sent ERROR, or it broke the
+protocol). Any :class:`ProtocolError` kills the Connection; every later call to
+``receive_data`` raises one again. A ZMTP 2.0 (revision 1) peer takes the same
+states with RFC 15's contents (:mod:`trizmq.zmtp.zmtp2`): a 12-byte greeting, its
+identity frame for the handshake, and traffic parsed by the same loop with a table
+of flags that has no COMMAND bit.
 
 Strategy for the decoder:
 
@@ -79,7 +82,6 @@ from .frames import (
     MORE,
     flags_error,
 )
-from .greeting import GREETING_SIZE, check_greeting_prefix
 from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY, Handshaking
 from .mechanism import Mechanism
 from .metadata import encode_metadata
@@ -227,6 +229,11 @@ class Connection(Handshaking):
         self._peers = None if peers is None else frozenset(peers)
 
         self._started = False
+        #: the peer speaks ZMTP 2.0; the valid flags bytes of traffic frames and why
+        #: another is not one (ZMTP 3's, or 2.0's without the COMMAND bit)
+        self._zmtp2 = False
+        self._header_sizes = _HEADER_SIZE
+        self._flags_error: Callable[[int], str] = flags_error
         self._state = State.GREETING
         self._dead: str | None = None
         self._buf = bytearray()
@@ -456,11 +463,9 @@ class Connection(Handshaking):
         events: list[Received] = []
         pos = 0
         if self._state is State.GREETING:
-            if len(src) < GREETING_SIZE:
-                check_greeting_prefix(src)
+            pos = self._parse_greeting(src, events)
+            if not pos:
                 return events, 0
-            self._on_greeting(src[:GREETING_SIZE], events)
-            pos = GREETING_SIZE
         if self._state is State.HANDSHAKE:
             pos = self._parse_handshake(src, pos, events)
         if self._state is State.TRAFFIC:
@@ -529,7 +534,7 @@ class Connection(Handshaking):
         max_frames = self._max_frames
         used = self._used
         more_or_command = _INNER_FLAGS
-        header_sizes = _HEADER_SIZE
+        header_sizes = self._header_sizes
         unpack_long = LONG_HEADER.unpack_from
         append = events.append
         while pos < n:
@@ -565,7 +570,7 @@ class Connection(Handshaking):
                         continue
             header_size = header_sizes.get(flags)
             if header_size is None:
-                raise ProtocolError(flags_error(flags))
+                raise ProtocolError(self._flags_error(flags))
             if n - pos < header_size:
                 self._need = header_size
                 break

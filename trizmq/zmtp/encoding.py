@@ -2,7 +2,9 @@
 
 Part of :class:`~trizmq.zmtp.connection.Connection` (which inherits it): the
 connection's state decides whether a frame goes out plain or wrapped by the security
-mechanism, and whether the peer speaks ZMTP 3.1 commands or the 3.0 forms.
+mechanism, and whether the peer speaks ZMTP 3.1 commands or the 3.0 forms. A ZMTP 2.0
+peer takes the 3.0 forms of subscriptions and no command at all: a PING, PONG, JOIN
+or LEAVE for it is a local error, and an ERROR is nothing (a refusal only closes).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class TrafficEncoder:
     _wrapped: bool
     _mechanism: Mechanism
     _peer_v31: bool
+    _zmtp2: bool
     _outbox: bytearray
 
     def refusal(self) -> bytes:
@@ -100,6 +103,11 @@ class TrafficEncoder:
     def _require_traffic(self) -> None:
         if self._state is not State.TRAFFIC:
             raise StateError("the ZMTP handshake is not complete")
+
+    def _require_commands(self) -> None:
+        self._require_traffic()
+        if self._zmtp2:
+            raise StateError("a ZMTP 2.0 peer takes no commands")
 
     def _frame(self, flags: int, body: bytes) -> bytes:
         if self._wrapped:
@@ -176,30 +184,33 @@ class TrafficEncoder:
 
     def encode_ping(self, ttl: float, context: bytes = b"") -> bytes:
         """PING with its 2-byte TTL always present (libzmq reads it unchecked)."""
-        self._require_traffic()
+        self._require_commands()
         return self._frame(COMMAND, command_body(PING, ping_data(ttl, context)))
 
     def encode_pong(self, context: bytes) -> bytes:
         """PONG echoing a PING's context (at most 16 bytes)."""
-        self._require_traffic()
+        self._require_commands()
         if len(context) > 16:
             raise ValueError("PONG context is at most 16 bytes")
         return self._frame(COMMAND, command_body(PONG, context))
 
     def encode_join(self, group: bytes) -> bytes:
         """JOIN: the group follows the name with no length byte."""
-        self._require_traffic()
+        self._require_commands()
         if len(group) > _MAX_GROUP:
             raise ValueError(f"group is at most {_MAX_GROUP} bytes")
         return self._frame(COMMAND, _JOIN_BODY + group)
 
     def encode_leave(self, group: bytes) -> bytes:
         """LEAVE: the group follows the name with no length byte."""
-        self._require_traffic()
+        self._require_commands()
         if len(group) > _MAX_GROUP:
             raise ValueError(f"group is at most {_MAX_GROUP} bytes")
         return self._frame(COMMAND, _LEAVE_BODY + group)
 
     def encode_error(self, reason: str) -> bytes:
-        """ERROR with ``reason`` cut to 255 bytes; usable during the handshake too."""
+        """ERROR with ``reason`` cut to 255 bytes; usable during the handshake too.
+        Nothing for a ZMTP 2.0 peer, which has no ERROR: the refusal only closes."""
+        if self._zmtp2:
+            return b""
         return self._frame(COMMAND, command_body(ERROR, error_data(reason)))

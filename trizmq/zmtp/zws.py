@@ -391,7 +391,7 @@ class ZwsConnection:
         inner = self._inner
         mechanism = inner.mechanism
         self._open = True
-        inner.start()  # our greeting: not sent over ZWS
+        inner.start(staged=False)  # our greeting, whole: not sent over ZWS
         zmtp += build_greeting(mechanism.name, not mechanism.as_server)
         if self._protocol == NO_MECHANISM:
             # routing ids only: our READY is never sent, the peer's is made up from
