@@ -20,7 +20,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
 .PHONY: demo test test-setup lint venv venv-trio-oldest venv-omq venv-pythons venvs-second \
-	pythons clean browser prometheus $(foreach run,$(SECOND_RUNS),second-run-$(run))
+	pythons clean browser prometheus
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -157,9 +157,9 @@ prometheus:
 	fi
 
 # What the second runs leave out: Spark (run once, beside them); what neither the
-# switch nor the trio version changes (packaging, the docs build, and the sans-I/O
-# protocol core's and routing's tests, tests/zmtp and tests/patterns: synchronous, no
-# trio); the CLI's and the fresh-project plugin's tests (the same sockets in
+# switch nor the trio version nor the interpreter changes (packaging, the docs build,
+# and the sans-I/O protocol core's and routing's tests, tests/zmtp and tests/patterns:
+# synchronous, no trio, none of the fast path's bytecode or internals); the CLI's and the fresh-project plugin's tests (the same sockets in
 # subprocesses, mostly start-up time); and the benchmark and soak smoke tests
 # (harnesses, timed by their own deadlines, which sharing the CPUs would stretch); and
 # the burst of 600 peers against 20 handshake slots, which holds only while each
@@ -174,7 +174,8 @@ SECOND_RUN_SKIPS := --ignore=tests/spark --ignore=tests/cli --ignore=tests/test_
 	--deselect tests/test_crowd.py::test_a_burst_of_peers_larger_than_the_handshake_slots_loses_nobody
 # The second runs, a target each: the fast path off, the oldest trio, each other CPython
 # found. Each writes its report to .pytest-RUN.log and its exit status beside it, and
-# `make test` prints them once the Spark tests are done.
+# `make test` prints them once the Spark tests are done. (Not .PHONY: make would skip
+# the second-run-py% pattern rule for a phony target; no file of these names is made.)
 SECOND_RUNS := fastpath-off trio-oldest $(foreach v,$(FOUND_PYTHONS),py$(v))
 FASTPATH_OFF_LOG := .pytest-fastpath-off.log
 TRIO_OLDEST_LOG := .pytest-trio-oldest.log
