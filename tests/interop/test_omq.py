@@ -604,7 +604,7 @@ async def test_a_frozen_omq_peer_is_dropped_by_the_heartbeat_then_comes_back(
 #
 # libzmq's udp datagram is ``len(group) group body``; omq.rs's is ``0x01 len(group) group
 # body`` (a flags byte first, omq-tokio's transport/udp.rs). trizmq speaks libzmq's
-# (tests/zmtp/test_udp_interop_node.py), so each reads the other's datagram one byte
+# (tests/zmtp/test_datagram_interop_node.py), so each reads the other's datagram one byte
 # off. These tests pin exactly how, so that a change on either side shows.
 
 
