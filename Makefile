@@ -85,10 +85,11 @@ pythons:
 		"skipped, not on this machine: $(or $(MISSING_PYTHONS),none)"
 
 # The second runs' venvs, one editable install of this tree at a time (they would
-# share its build files): the oldest trio's, then each other CPython's.
+# share its build files): the oldest trio's, then each other CPython's; -j1, or the
+# -j2 of `make test` would build two of them at once.
 venvs-second:
-	@$(MAKE) --no-print-directory venv-trio-oldest
-	@$(MAKE) --no-print-directory venv-pythons
+	@$(MAKE) --no-print-directory -j1 venv-trio-oldest
+	@$(MAKE) --no-print-directory -j1 venv-pythons
 
 # omq.rs, the Rust ZeroMQ, through its Python binding pyomq (which needs Python >= 3.12):
 # the peer of tests/interop/test_omq.py (tests/omq/peer.py runs in this venv) and the
