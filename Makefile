@@ -196,18 +196,23 @@ second-run-py%:
 # The second runs' venvs are built while ruff, mypy and the other installs run (after
 # the main venv: two editable installs of one tree at once would share its build
 # files); those others run one at a time (browser and prometheus share apt's lock).
-# The second runs go two at a time beside the Spark tests (which mostly wait on their
-# JVMs): more at once would only stretch the suites' timing on two cores.
+# The second runs go SECOND_RUNS_AT_ONCE at a time beside the Spark tests (which mostly
+# wait on their JVMs). Each run waits on its sockets and peers far more than it
+# computes (3 minutes of CPU in 12 of a loaded machine's time), so more at once would
+# end sooner, and stretch the suites' timing tests on two cores: 2 is what was tried.
+SECOND_RUNS_AT_ONCE ?= 2
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j2 test-setup venvs-second
 	@$(MAKE) --no-print-directory pythons
 	$(BIN)/python -m pytest --ignore=tests/spark
-	@echo "the Spark tests, and meanwhile, two at a time, the suite with the fast path off" \
+	@echo "the Spark tests, and meanwhile, $(SECOND_RUNS_AT_ONCE) at a time, the suite with" \
+		"the fast path off" \
 		"(TRIZMQ_FASTPATH=0), on the oldest trio admitted (trio==$(TRIO_OLDEST))" \
 		"and on $(or $(foreach v,$(FOUND_PYTHONS),CPython $(v)),no other CPython)"
 	@rm -f $(foreach run,$(SECOND_RUNS),.pytest-$(run).log.rc); \
 	printf '%s\n' $(SECOND_RUNS) | \
-		xargs -P 2 -I RUN $(MAKE) --no-print-directory second-run-RUN & runs=$$!; \
+		xargs -P $(SECOND_RUNS_AT_ONCE) -I RUN $(MAKE) --no-print-directory second-run-RUN \
+		& runs=$$!; \
 	$(BIN)/python -m pytest -p no:cacheprovider tests/spark; status=$$?; \
 	wait $$runs; \
 	for run in $(SECOND_RUNS); do \
