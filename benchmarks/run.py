@@ -1,4 +1,4 @@
-"""The benchmark suite: trizmq next to pyzmq (sync and zmq.asyncio) in one run.
+"""The benchmark suite: trizmq next to pyzmq (sync and zmq.asyncio) and pyomq in one run.
 
     python -m benchmarks [--quick | --full] [--json PATH] [--png PATH] [--only TEXT]
     python benchmarks/run.py ...          (the same)
@@ -11,6 +11,11 @@ sync). The implementations of a case are measured interleaved (A, B, C, A, B, C,
 and each cell is the median of the repetitions, with min-max. Ratios are
 trizmq / other: above 1 is better for throughput, below 1 for latency. A process
 that hangs is killed after ``--timeout`` seconds and its cell counted as failed.
+
+pyomq (omq.rs, the Rust ZeroMQ, through its sync binding) runs pyzmq's sync workers in
+its own interpreter (Python >= 3.12, ``make venv-omq``; see benchmarks/omq.py), beside
+pyzmq in every case pyzmq has but the mixed and memory ones; where there is no omq
+interpreter its column is left out and the report says so.
 
 ``run(argv)`` is the function a command line can call; it returns the exit status.
 """
@@ -38,16 +43,27 @@ from typing import Any
 if __package__ in (None, ""):  # python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import workers
+from benchmarks import omq, workers
 
 KIB = 1024
 MIB = 1024 * 1024
 
-TZ, SYNC, AIO, RAW = "trizmq", "pyzmq", "zmq.asyncio", "raw trio"
+TZ, SYNC, OMQ, AIO, RAW = "trizmq", "pyzmq", "pyomq", "zmq.asyncio", "raw trio"
 #: table columns: the implementation measured in each, per case
-COLUMNS = (TZ, SYNC, AIO, RAW)
-COLUMN_TITLES = {TZ: "trizmq", SYNC: "pyzmq sync", AIO: "zmq.asyncio", RAW: "raw trio"}
-RATIOS = ((SYNC, "trizmq/pyzmq"), (AIO, "trizmq/zmq.asyncio"), (RAW, "trizmq/raw trio"))
+COLUMNS = (TZ, SYNC, OMQ, AIO, RAW)
+COLUMN_TITLES = {
+    TZ: "trizmq",
+    SYNC: "pyzmq sync",
+    OMQ: "pyomq sync",
+    AIO: "zmq.asyncio",
+    RAW: "raw trio",
+}
+RATIOS = (
+    (SYNC, "trizmq/pyzmq"),
+    (OMQ, "trizmq/pyomq"),
+    (AIO, "trizmq/zmq.asyncio"),
+    (RAW, "trizmq/raw trio"),
+)
 
 
 class BenchFailure(Exception):
@@ -96,6 +112,11 @@ class Processes:
         self.conns: list[Connection] = []
         self.failed = False
         for spec in specs:
+            if spec["impl"] == OMQ:  # in the omq interpreter, not a multiprocessing child
+                omq_proc = omq.OmqProcess(spec)
+                self.conns.append(omq_proc.start())
+                self.procs.append(omq_proc)
+                continue
             parent, child = self.ctx.Pipe()
             proc = self.ctx.Process(target=workers.main, args=(child, spec), daemon=True)
             proc.start()
@@ -237,7 +258,10 @@ def _curve_keys() -> dict[str, str]:
 
 
 def all_cases() -> list[Case]:
-    same = {TZ: (TZ, TZ), SYNC: (SYNC, SYNC), AIO: (AIO, AIO)}
+    with_omq = omq.versions() is not None
+    #: pyomq beside pyzmq, where there is an omq interpreter
+    pyomq = {OMQ: (OMQ, OMQ)} if with_omq else {}
+    same = {TZ: (TZ, TZ), SYNC: (SYNC, SYNC), **pyomq, AIO: (AIO, AIO)}
     cases: list[Case] = []
     for transport, sizes in (
         ("tcp", (16, 64, 256, 4 * KIB, 64 * KIB, MIB)),
@@ -311,7 +335,7 @@ def all_cases() -> list[Case]:
                     "hwm": hwm_for(size),
                     "curve": curve,
                 },
-                columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC)},
+                columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC), **pyomq},
             )
         )
     cases.append(
@@ -320,7 +344,7 @@ def all_cases() -> list[Case]:
             label="CURVE REQ/REP tcp 64 B p50",
             kind="latency",
             params={"pattern": "reqrep", "transport": "tcp", "size": 64, "curve": curve},
-            columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC)},
+            columns={TZ: (TZ, TZ), SYNC: (SYNC, SYNC), **pyomq},
             metric="p50_us",
         )
     )
@@ -560,11 +584,14 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def mb_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| case | trizmq MB/s | pyzmq sync MB/s | zmq.asyncio MB/s |", "|---|---|---|---|"]
+    lines = [
+        "| case | trizmq MB/s | pyzmq sync MB/s | pyomq sync MB/s | zmq.asyncio MB/s |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         if row["metric"] != "msgs_s" or row["id"].startswith("mixed"):
             continue
-        cells = [row["cells"].get(c, {}).get("mb_s") for c in (TZ, SYNC, AIO)]
+        cells = [row["cells"].get(c, {}).get("mb_s") for c in (TZ, SYNC, OMQ, AIO)]
         lines.append(
             f"| {row['label']} | "
             + " | ".join("" if v is None else f"{v:.1f}" for v in cells)
@@ -607,15 +634,16 @@ def draw_png(rows: list[dict[str, Any]], path: str, title: str) -> None:
             ratio = row["ratios"].get(name, math.nan)
             # one direction for every bar: right of 1 is trizmq doing better
             bars[name].append(1 / ratio if latency and ratio else ratio)
-    height = 0.27
-    fig, ax = plt.subplots(figsize=(11, 0.42 * len(labels) + 1.6))
+    height = 0.8 / len(bars)
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(labels) + 1.6))
     colours = {
         "trizmq/pyzmq": "#1f77b4",
+        "trizmq/pyomq": "#d62728",
         "trizmq/zmq.asyncio": "#ff7f0e",
         "trizmq/raw trio": "#2ca02c",
     }
     for i, (name, values) in enumerate(bars.items()):
-        ys = [j + (i - 1) * height for j in range(len(labels))]
+        ys = [j + (i - (len(bars) - 1) / 2) * height for j in range(len(labels))]
         label = "vs " + name.split("/", 1)[1].replace("pyzmq", "pyzmq sync")
         ax.barh(ys, values, height=height, label=label, color=colours[name])
     ax.set_yticks(range(len(labels)))
@@ -638,6 +666,7 @@ def machine() -> dict[str, Any]:
     import trio
     import zmq
 
+    found = omq.versions()
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -645,6 +674,8 @@ def machine() -> dict[str, Any]:
         "trio": trio.__version__,
         "pyzmq": zmq.__version__,
         "libzmq": zmq.zmq_version(),
+        "pyomq": None if found is None else found["pyomq"],
+        "pyomq_python": None if found is None else found["python"],
     }
 
 
@@ -680,7 +711,7 @@ def profile(directory: str, settings: Settings) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="trizmq vs pyzmq (sync and zmq.asyncio), measured interleaved.",
+        description="trizmq vs pyzmq (sync and zmq.asyncio) and pyomq, measured interleaved.",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="a tiny subset (< 30 s), for tests")
@@ -722,8 +753,14 @@ def report(
     print(
         f"\ntrizmq benchmarks, {meta['mode']} mode: {meta['repetitions']} repetitions of "
         f"{meta['duration_s']:g} s, {meta['cpus']} CPUs, Python {meta['python']}, "
-        f"pyzmq {meta['pyzmq']} (libzmq {meta['libzmq']}), trio {meta['trio']}; "
-        f"{meta['elapsed_s']:.0f} s\n"
+        f"pyzmq {meta['pyzmq']} (libzmq {meta['libzmq']}), trio {meta['trio']}, "
+        + (
+            f"pyomq {meta['pyomq']} (omq.rs, on Python {meta['pyomq_python']})"
+            if meta.get("pyomq")
+            else "no pyomq (no omq interpreter: `make venv-omq` builds one from a "
+            "Python >= 3.12): its column is left out"
+        )
+        + f"; {meta['elapsed_s']:.0f} s\n"
     )
     print(table(rows))
     print("\nThroughput in MB/s (medians):\n")

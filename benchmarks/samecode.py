@@ -42,8 +42,12 @@ def canonical(code: types.CodeType) -> list[Any]:
     locals_seen: dict[str, int] = {}
     shape: list[Any] = []
     for ins in dis.get_instructions(code):
-        if ins.opname.endswith("_FAST") or ins.opname in ("LOAD_CLOSURE", "MAKE_CELL"):
-            arg: Any = locals_seen.setdefault(str(ins.argval), len(locals_seen))
+        if ins.opcode in dis.haslocal or ins.opname in ("LOAD_CLOSURE", "MAKE_CELL"):
+            # every instruction that names locals: 3.12's LOAD_FAST_AND_CLEAR (an
+            # inlined comprehension's variable), 3.13's pairs (LOAD_FAST_LOAD_FAST, whose
+            # argval is a tuple of two names), not only the *_FAST ones
+            names = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+            arg: Any = [locals_seen.setdefault(str(name), len(locals_seen)) for name in names]
         elif isinstance(ins.argval, types.CodeType):
             arg = canonical(ins.argval)
         else:

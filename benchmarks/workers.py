@@ -319,7 +319,6 @@ def _zmq_type(pattern: str, role: str) -> int:
 
 
 def _zmq_socket(ctx: Any, spec: Spec, role: str) -> Any:
-    import zmq
 
     sock = ctx.socket(_zmq_type(spec["pattern"], role))
     sock.linger = 0
@@ -327,7 +326,9 @@ def _zmq_socket(ctx: Any, spec: Spec, role: str) -> Any:
     if "hwm" in spec:
         sock.sndhwm = sock.rcvhwm = spec["hwm"]
     if spec["pattern"] == "pubsub" and role == "receiver":
-        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        # subscribe(), not setsockopt(SUBSCRIBE): pyomq 0.27, which runs these workers
+        # too (benchmarks/omq.py), loses a setsockopt subscription made before bind
+        sock.subscribe(b"")
     return sock
 
 

@@ -4,15 +4,19 @@ The fast path (``trizmq.nursery.fastpath``) reads trio's private fields where it
 finds them as it expects and otherwise keeps trio's public API: the inlined
 cancellation check (``cancel_pending()``), the running task read from trio's run
 context (``run_vars()``), and the TLS reads' ``SSLStream`` insides
-(``TlsInput.of``). ``make test`` runs the suite against the oldest trio that
-pyproject.toml admits and against the newest; the report header of each run says
-which trio it had and what the probes made of it (``tests/conftest.py``), and
+(``TlsInput.of``); and it compiles the cancellation check into the socket's hot
+paths (``inline_cancel_checks``), bytecode that each interpreter compiles its own way.
+``make test`` runs the suite against the oldest trio that pyproject.toml admits and
+against the newest, and under every CPython from 3.10 to 3.13 the machine has; the
+report header of each run says which interpreter and trio it had and what the probes
+made of them (``tests/conftest.py``), and
 ``tests/test_trio_versions.py`` checks the probes against trio's fields, looked at
 here independently of them.
 """
 
 from __future__ import annotations
 
+import platform
 import ssl
 from dataclasses import dataclass
 
@@ -29,24 +33,30 @@ PROBES = ("cancel check", "run context", "TLS reads")
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """One run of the probes: per probe, True where it accepted this trio."""
+    """One run of the probes: per probe, True where it accepted this trio (under this
+    interpreter)."""
 
     trio_version: str
     enabled: bool
     accepted: dict[str, bool]
+    #: "CPython 3.13.0", the interpreter the probes ran under
+    interpreter: str = f"{platform.python_implementation()} {platform.python_version()}"
 
     @property
     def refused(self) -> list[str]:
         return [name for name in PROBES if not self.accepted[name]]
 
     def describe(self) -> str:
-        head = f"trio {self.trio_version}"
+        head = f"{self.interpreter}, trio {self.trio_version}"
         if not self.enabled:
             return f"{head}: fast path off (TRIZMQ_FASTPATH=0), the portable path only"
         if not self.refused:
-            return f"{head}: fast path on, its probes accept this trio ({', '.join(PROBES)})"
+            return (
+                f"{head}: fast path on, its probes accept this interpreter and trio "
+                f"({', '.join(PROBES)})"
+            )
         return (
-            f"{head}: fast path on, but its probes REFUSE this trio for "
+            f"{head}: fast path on, but its probes REFUSE this interpreter and trio for "
             f"{', '.join(self.refused)}: the portable path runs there"
         )
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks import omq
+
 ROOT = Path(__file__).resolve().parent.parent
 
 QUICK_ROWS = {
@@ -26,6 +28,9 @@ QUICK_ROWS = {
     "mixed-trizmq-pyzmq-tcp-64": ("msgs_s", {"trizmq", "pyzmq"}),
     "memory-pub-100-stalled": ("peak_rss_mib", {"trizmq"}),
 }
+#: the rows that gain a pyomq column where there is an omq interpreter
+PYOMQ_ROWS = ("pushpull-tcp-64", "pushpull-inproc-64", "pubsub-tcp-64-1", "reqrep-tcp-64-p50")
+PYOMQ_ROWS += ("reqrep-tcp-64-p99",)
 
 
 def test_quick_benchmarks_produce_every_row(tmp_path: Path) -> None:
@@ -42,9 +47,14 @@ def test_quick_benchmarks_produce_every_row(tmp_path: Path) -> None:
     assert report["meta"]["mode"] == "quick"
     rows = {row["id"]: row for row in report["rows"]}
     assert set(rows) == set(QUICK_ROWS)
+    with_omq = omq.versions() is not None
+    assert report["meta"]["pyomq"] == (omq.versions() or {}).get("pyomq")
     for row_id, (metric, columns) in QUICK_ROWS.items():
         row = rows[row_id]
         assert row["metric"] == metric
+        if with_omq and row_id in PYOMQ_ROWS:
+            columns = columns | {"pyomq"}
+            assert row["ratios"]["trizmq/pyomq"] > 0
         assert set(row["cells"]) == columns, row_id
         for column, cell in row["cells"].items():
             assert cell["failed"] == 0, (row_id, column, cell["errors"])

@@ -192,16 +192,20 @@ async def test_a_connected_peer_keeps_nothing_of_its_handshake() -> None:
     """50 libzmq peers, handshaken and idle: no handshake slot (its cancel scope, its
     closure) stays with a connection, and each costs a bounded number of objects the
     cyclic garbage collector walks (its tasks, pipes, codec and socket: ~94 here;
-    every full collection visits them all, so a crowd of idle peers must stay lean)."""
+    every full collection visits them all, so a crowd of idle peers must stay lean).
+    Frames are not counted: Python 3.10 keeps a frame object for each suspended
+    coroutine (~14 a peer), where 3.11 and later keep the frame inside the coroutine;
+    the interpreter's, not trizmq's."""
     import gc
     import subprocess
     import sys
+    import types
 
     from trizmq.nursery.slots import HandshakeSlot
 
     def tracked() -> list[object]:
         gc.collect()
-        return gc.get_objects()
+        return [o for o in gc.get_objects() if not isinstance(o, types.FrameType)]
 
     peers = 50
     with trio.fail_after(60):

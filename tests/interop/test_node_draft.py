@@ -217,7 +217,11 @@ async def test_trizmq_scatter_to_node_gathers() -> None:
                 events.close()
                 for i in range(6):
                     await scatter.send(b"m%d" % i)
-                got = [sorted([(await g.message())["body"] for _ in range(3)]) for g in (g1, g2)]
+                # a loop, not nested comprehensions: Python 3.10 refuses an await in
+                # a comprehension inside another
+                got = []
+                for g in (g1, g2):
+                    got.append(sorted([(await g.message())["body"] for _ in range(3)]))
                 assert sorted(got) == [[b"m0", b"m2", b"m4"], [b"m1", b"m3", b"m5"]]
                 await g1.done()
                 await g2.done()
