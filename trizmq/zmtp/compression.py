@@ -313,6 +313,19 @@ class _Zstd:
         return bytes(content)
 
 
+def _window_size(frame: bytes) -> int:
+    """The window a Zstandard frame's header asks for (RFC 8878, 3.1.1.1.2): what a
+    decoder allocates for a frame that declares no content size."""
+    if len(frame) < 6:
+        return 0  # the library says what is wrong with it
+    descriptor = frame[4]
+    if descriptor & 0x20:  # single segment: the window is the content, declared
+        return 0
+    exponent, mantissa = frame[5] >> 3, frame[5] & 7
+    base = 1 << (10 + exponent)
+    return base + (base >> 3) * mantissa
+
+
 class PartTransform:
     """One connection's part transform: its dictionaries (one each way), the budget
     of each message received, and what its parts weighed (:attr:`counts`).
@@ -552,6 +565,13 @@ class PartTransform:
             bound = declared
         else:
             bound = budget[0]  # no size declared: what the budget has left bounds it
+            window = _window_size(part)
+            if window > max(bound, 1024):
+                raise ProtocolError(
+                    f"a Zstandard frame's window of {window} bytes exceeds the {bound} "
+                    "bytes its message may still carry",
+                    cause="limit",
+                )
         try:
             # one byte more than the bound: a frame that would go past it says so
             out, ended, trailing = zstd.decompress(part, bound + 1)
