@@ -33,6 +33,7 @@ __all__ = [
     "Options",
     "TypeOptions",
     "changed_options",
+    "check_compression",
     "validate_options",
 ]
 
@@ -470,22 +471,22 @@ def validate_options(
         name: OPTIONS[name].check(name, value) for name, value in given.items()
     }
     options = Options(**checked)
-    _check_compression(options)
+    check_compression(options)
     return options
 
 
-def _check_compression(options: Options) -> None:
+def check_compression(options: Options, endpoints: Iterable[str] = ()) -> None:
     """The compression options fit the compressed endpoints the constructor binds or
-    connects (``ValueError`` naming the option): the constructor raises it, not the
-    socket's entry. Endpoints bound or connected later are checked there."""
+    connects, and ``endpoints`` (those bound or connected already, for
+    ``set_options()``): ``ValueError`` naming the option, raised by the call that set
+    it. An endpoint bound or connected later is checked there."""
     from .zmtp.compression import FORMATS, check_settings
 
-    for endpoint in (*options.bind, *options.connect):
-        if endpoint.transport in FORMATS:
+    for endpoint in (*map(str, options.bind), *map(str, options.connect), *endpoints):
+        scheme = endpoint.partition("://")[0]
+        if scheme in FORMATS:
             try:
-                check_settings(
-                    endpoint.transport, options.compression_level, options.compression_dict
-                )
+                check_settings(scheme, options.compression_level, options.compression_dict)
             except ValueError as exc:
                 raise ValueError(f"{endpoint}: {exc}") from None
 
@@ -509,5 +510,5 @@ def changed_options(
     if "subscribe" in checked:
         checked["subscribe"] = current.subscribe + checked["subscribe"]
     options = attrs.evolve(current, **checked)
-    _check_compression(options)
+    check_compression(options)
     return options

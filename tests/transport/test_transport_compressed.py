@@ -75,6 +75,10 @@ async def test_a_later_bind_checks_the_options_against_its_scheme() -> None:
             await pull.bind("lz4+tcp://127.0.0.1:0")  # raw bytes suit lz4
             pull.set_options(compression_dict=ZSTD_DICT)  # for what is bound from now on
             await pull.bind("zstd+tcp://127.0.0.1:0")
+            # and set_options() checks the value against what is bound already
+            with pytest.raises(ValueError, match=r"zstd\+tcp://127\.0\.0\.1:\d+: .*Zstandard"):
+                pull.set_options(compression_dict=b"raw words")
+            assert pull.options.compression_dict == ZSTD_DICT
 
 
 # -- every socket type --------------------------------------------------------------------
