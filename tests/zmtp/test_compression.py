@@ -260,6 +260,9 @@ def test_settings_are_checked() -> None:
         check_settings("zstd+tcp", None, b"raw content")
     with pytest.raises(ValueError, match="compression_level 23"):
         PartTransform("zstd+tcp", level=23)
+    # a dictionary that has the magic but no usable tables: refused before any codec
+    with pytest.raises(ValueError, match="not a usable Zstandard dictionary"):
+        check_settings("zstd+tcp", None, b"\x37\xa4\x30\xec" + b"\x01" * 100)
 
 
 # -- hostile parts ------------------------------------------------------------------------

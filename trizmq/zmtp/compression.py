@@ -191,7 +191,8 @@ def require(scheme: str) -> None:
 
 def check_settings(scheme: str, level: int | None, dictionary: bytes | None) -> None:
     """``ValueError`` naming the option when ``compression_level`` or
-    ``compression_dict`` does not fit ``scheme``'s format (needs no library)."""
+    ``compression_dict`` does not fit ``scheme``'s format (a zstd dictionary is also
+    loaded, where the library is there, so that no codec made with it later fails)."""
     fmt = FORMATS[scheme]
     low, high = fmt.levels
     if level is not None and not low <= level <= high:
@@ -212,6 +213,18 @@ def check_settings(scheme: str, level: int | None, dictionary: bytes | None) -> 
             "starts with its magic 37 A4 30 EC, as compression.zstd.train_dict makes): "
             "omq.rs ships it as it is and refuses raw content"
         )
+    if fmt.name == "zstd":
+        try:
+            zstd = _zstd_module()
+        except ImportError:
+            return  # require() says so where the scheme is used
+        try:
+            compressor = zstd.ZstdCompressor(zstd_dict=zstd.ZstdDict(dictionary))
+            compressor.compress(b"probe" * 20, mode=zstd.ZstdCompressor.FLUSH_FRAME)
+        except (ValueError, zstd.ZstdError) as exc:
+            raise ValueError(
+                f"compression_dict is not a usable Zstandard dictionary ({exc})"
+            ) from None
 
 
 class PartCounts:
@@ -455,13 +468,16 @@ class PartTransform:
         size = len(part)
         if size < self._below:
             return PLAIN + part
-        if self._lz4 is not None:
-            block = self._lz4.compress(part, self._send_dict)
-            if len(block) + 12 < size + 4:
-                return _LZ4B + _U64.pack(size) + block
-            return PLAIN + part
-        assert self._zstd is not None
-        frame = self._zstd.compress(part)
+        try:
+            if self._lz4 is not None:
+                block = self._lz4.compress(part, self._send_dict)
+                if len(block) + 12 < size + 4:
+                    return _LZ4B + _U64.pack(size) + block
+                return PLAIN + part
+            assert self._zstd is not None
+            frame = self._zstd.compress(part)
+        except Exception:  # the library refused (its memory, a part past its limits)
+            return PLAIN + part  # the plain form is always valid
         if len(frame) < size - 4:
             return frame
         return PLAIN + part
