@@ -196,7 +196,8 @@ async def _router_from_dealer(peer: OmqPeer, ours: Any) -> None:
 async def _until_received(
     send: Callable[[], Awaitable[None]], receive: Callable[[], Awaitable[Any]]
 ) -> Any:
-    """Send until the first message arrives (a subscription or a join travels first)."""
+    """Send until trizmq's first message arrives (a subscription or a join travels
+    first); ``receive`` is trizmq's, which a cancellation leaves as it was."""
     with trio.fail_after(PATIENCE):
         while True:
             await send()
@@ -204,14 +205,20 @@ async def _until_received(
                 return await receive()
 
 
-async def _we_publish(peer: OmqPeer, ours: Any) -> None:
-    async def receive() -> Any:
-        got = await peer.recv("o", timeout_ms=100)
-        if got is None:
-            await trio.sleep_forever()
-        return got
+async def _until_they_receive(peer: OmqPeer, send: Callable[[], Awaitable[None]]) -> Any:
+    """Send until the omq.rs peer's first message arrives; its receive is bounded by
+    the peer itself (never cancelled here: a cancelled command would leave its answer
+    to the next one)."""
+    with trio.fail_after(PATIENCE):
+        while True:
+            await send()
+            got = await peer.recv("o", timeout_ms=200)
+            if got is not None:
+                return got
 
-    got = await _until_received(lambda: ours.send_multipart([b"t", TEXT]), receive)
+
+async def _we_publish(peer: OmqPeer, ours: Any) -> None:
+    got = await _until_they_receive(peer, lambda: ours.send_multipart([b"t", TEXT]))
     assert got["frames"] == [b"t", TEXT]
     for _ in range(20):  # what was sent meanwhile
         await ours.send_multipart([b"t", NOISE])
@@ -249,13 +256,7 @@ async def _server_from_client(peer: OmqPeer, ours: Any) -> None:
 
 
 async def _we_radio(peer: OmqPeer, ours: Any) -> None:
-    async def receive() -> Any:
-        got = await peer.recv("o", timeout_ms=100)
-        if got is None:
-            await trio.sleep_forever()
-        return got
-
-    got = await _until_received(lambda: ours.send(TEXT, group=b"g"), receive)
+    got = await _until_they_receive(peer, lambda: ours.send(TEXT, group=b"g"))
     assert (got["frames"], got["group"]) == ([TEXT], "g")
 
 
