@@ -120,11 +120,12 @@ async def _pub_sub(pub: Any, sub: Any) -> None:
     with trio.fail_after(10):
         while True:
             await pub.send_multipart([b"t", TEXT])
-            with trio.move_on_after(0.05):
+            with trio.move_on_after(0.2):
                 assert await sub.recv_multipart() == [b"t", TEXT]
                 break
     await pub.send_multipart([b"t", NOISE])
-    assert await sub.recv_multipart() == [b"t", NOISE]
+    while (got := await sub.recv_multipart()) != [b"t", NOISE]:
+        assert got == [b"t", TEXT]  # one more sent while the first was on its way
 
 
 async def _client_server(client: Any, server: Any) -> None:
@@ -140,7 +141,7 @@ async def _radio_dish(radio: Any, dish: Any) -> None:
     with trio.fail_after(10):
         while True:
             await radio.send(TEXT, group=b"g")
-            with trio.move_on_after(0.05):
+            with trio.move_on_after(0.2):
                 message = await dish.recv_message()
                 assert (message.group, message.data) == (b"g", TEXT)
                 break
