@@ -45,12 +45,16 @@ except ImportError:
     zstd = importlib.import_module("backports.zstd")
 lz4: Any = importlib.import_module("lz4.block")
 
+from trizmq.patterns.sockets import socket_type  # noqa: E402
+
 SCHEMES = ("lz4+tcp", "zstd+tcp")
 LIMITS = (-1, 4096, 100)
 LZ4_DICT = b"the quick brown fox jumps over the lazy dog " * 4
 ZSTD_DICT = zstd.train_dict(
     [b"record %d: sensor ok, temp %d" % (i, i % 40) for i in range(400)], 1024
 ).dict_content
+#: what the socket-type table tells a PULL's codec (the peers it accepts, ...)
+PULL_FACTS = socket_type("PULL").handshake_facts()
 GREETING = b"\xff" + b"\x00" * 8 + b"\x7f\x03\x01" + b"NULL".ljust(20, b"\x00") + bytes(32)
 READY = b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH"
 
@@ -116,7 +120,7 @@ def _frames(parts: list[bytes]) -> bytes:
 
 
 def _read(scheme: str, limit: int, pieces: list[bytes]) -> tuple[list[Received], bool]:
-    conn = CompressedConnection("PULL", scheme=scheme, maxmsgsize=limit)
+    conn = CompressedConnection("PULL", scheme=scheme, maxmsgsize=limit, **PULL_FACTS)
     conn.start()
     events: list[Received] = []
     try:

@@ -30,9 +30,16 @@ from .omq_vectors import LZ4_DICT, TEXT, ZSTD_DICT
 SCHEMES = ["lz4+tcp", "zstd+tcp"]
 
 
+def compressed(socket_type: str, **kw: Any) -> CompressedConnection:
+    """A codec told its socket type's row of the table, as the runtime tells it."""
+    from trizmq.patterns.sockets import socket_type as row_of
+
+    return CompressedConnection(socket_type, **{**row_of(socket_type).handshake_facts(), **kw})
+
+
 def _pair(scheme: str, a_type: str = "PUSH", b_type: str = "PULL", **kw: Any) -> ConnectionPair:
-    a = CompressedConnection(a_type, scheme=scheme, **kw)
-    b = CompressedConnection(b_type, scheme=scheme)
+    a = compressed(a_type, scheme=scheme, **kw)
+    b = compressed(b_type, scheme=scheme)
     return ConnectionPair(a, b).handshake()  # type: ignore[arg-type]
 
 
@@ -62,8 +69,8 @@ def test_messages_cross_compressed(scheme: str, chunk: int | None) -> None:
 
 @pytest.mark.parametrize(("scheme", "dictionary"), [("lz4+tcp", LZ4_DICT), ("zstd+tcp", ZSTD_DICT)])
 def test_a_dictionary_is_shipped_as_the_handshake_ends(scheme: str, dictionary: bytes) -> None:
-    a = CompressedConnection("DEALER", scheme=scheme, dictionary=dictionary)
-    b = CompressedConnection("ROUTER", scheme=scheme)
+    a = compressed("DEALER", scheme=scheme, dictionary=dictionary)
+    b = compressed("ROUTER", scheme=scheme)
     pair = ConnectionPair(a, b).handshake()  # type: ignore[arg-type]
     # nothing reached the application: the shipment was consumed
     assert ConnectionPair.messages(pair.b_events) == []
@@ -79,13 +86,13 @@ def test_a_dictionary_is_shipped_as_the_handshake_ends(scheme: str, dictionary: 
 def test_curve_encrypts_the_compressed_parts(scheme: str) -> None:
     server_public, server_secret = curve_keypair()
     client_public, client_secret = curve_keypair()
-    a = CompressedConnection(
+    a = compressed(
         "PUSH",
         scheme=scheme,
         mechanism=CurveClientMechanism(server_public, client_public, client_secret),
         dictionary=LZ4_DICT if scheme == "lz4+tcp" else ZSTD_DICT,
     )
-    b = CompressedConnection("PULL", scheme=scheme, mechanism=CurveServerMechanism(server_secret))
+    b = compressed("PULL", scheme=scheme, mechanism=CurveServerMechanism(server_secret))
     pair = ConnectionPair(a, b)  # type: ignore[arg-type]
     pair.pump()
     assert b.pending_zap is not None  # the runtime asks ZAP: admit
@@ -116,14 +123,14 @@ def test_bare_one_frame_messages() -> None:
 
 
 def test_a_zmtp_30_peer_is_refused() -> None:
-    conn = CompressedConnection("PULL", scheme="lz4+tcp")
+    conn = compressed("PULL", scheme="lz4+tcp")
     conn.start()
     with pytest.raises(ProtocolError, match=r"needs a ZMTP 3\.1 peer, not 3\.0"):
         conn.receive_data(raw_greeting(3, 0) + raw_ready((b"Socket-Type", b"PUSH")))
 
 
 def _handshaken(scheme: str = "lz4+tcp", **kw: Any) -> CompressedConnection:
-    conn = CompressedConnection("PULL", scheme=scheme, **kw)
+    conn = compressed("PULL", scheme=scheme, **kw)
     conn.start()
     events = conn.receive_data(raw_greeting() + raw_ready((b"Socket-Type", b"PUSH")))
     assert isinstance(events[0], HandshakeComplete)

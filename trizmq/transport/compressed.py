@@ -18,7 +18,7 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import parse_host_port
-from .base import Codec, Endpoint, Listener, effective_backlog
+from .base import Codec, Endpoint, Listener, SocketKind, effective_backlog
 from .tcp import abort_on_close, connect_tcp, listen_tcp
 
 if TYPE_CHECKING:
@@ -67,15 +67,18 @@ class CompressedTcpTransport:
         return await connect_tcp(self._tcp(endpoint), options)
 
     def codec(
-        self, socket_type: str, options: Options, endpoint: Endpoint, *, client: bool
+        self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """ZMTP with its parts compressed, with the socket's mechanism and options."""
         from ..zmtp.compressed import CompressedConnection
 
         security = options.security
         return CompressedConnection(
-            socket_type,
+            kind.name,
             scheme=self.scheme,
+            peers=kind.peers,
+            sends_identity=kind.sends_identity,
+            takes_subscriptions=kind.takes_subscriptions,
             mechanism=security.mechanism() if security is not None else None,
             identity=options.routing_id or b"",
             maxmsgsize=options.maxmsgsize,

@@ -39,7 +39,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from .compression import DEFAULT_LIMIT, PartCounts, PartTransform
 from .connection import Connection, Received
@@ -62,7 +62,9 @@ class CompressedConnection:
     ``scheme`` is ``"lz4+tcp"`` or ``"zstd+tcp"``; ``level``, ``dictionary`` and
     ``auto_train`` are the socket's ``compression_*`` options (see
     :class:`~trizmq.zmtp.compression.PartTransform`); the others are those of
-    :class:`~trizmq.zmtp.connection.Connection`.
+    :class:`~trizmq.zmtp.connection.Connection` (``peers``, ``sends_identity`` and
+    ``takes_subscriptions``: the socket type's row of the table, as the runtime
+    tells it).
     """
 
     def __init__(
@@ -70,6 +72,9 @@ class CompressedConnection:
         socket_type: str,
         *,
         scheme: str,
+        peers: Collection[str] | None,
+        sends_identity: bool = False,
+        takes_subscriptions: bool = False,
         mechanism: Mechanism | None = None,
         identity: bytes = b"",
         maxmsgsize: int = -1,
@@ -89,6 +94,9 @@ class CompressedConnection:
         limit = maxmsgsize if maxmsgsize >= 0 else DEFAULT_LIMIT
         self._inner = Connection(
             socket_type,
+            peers=peers,
+            sends_identity=sends_identity,
+            takes_subscriptions=takes_subscriptions,
             mechanism=mechanism,
             identity=identity,
             maxmsgsize=limit + WIRE_SLACK,
