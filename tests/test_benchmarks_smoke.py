@@ -224,3 +224,39 @@ def test_instructions_counts_a_message() -> None:
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("| inproc64 |")]
     per_message = int(row.split("|")[2].replace(",", ""))
     assert 1_000 < per_message < 1_000_000, row
+
+
+def test_the_compression_table_on_loopback() -> None:
+    """``python -m benchmarks.compression --only loopback``: a row for every payload and
+    transport, with its throughput and, for trizmq, its bytes on the wire."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.compression",
+            "--only",
+            "loopback",
+            "--messages",
+            "300",
+            "--markdown",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    rows = [line.split("|")[1:-1] for line in result.stdout.splitlines()[2:]]
+    trizmq_rows = {(r[1].strip(), r[2].strip()): r for r in rows if r[3].strip() == "trizmq"}
+    assert set(trizmq_rows) == {
+        (kind, scheme) for kind in ("records", "noise") for scheme in ("tcp", "lz4+tcp", "zstd+tcp")
+    }
+    for (kind, scheme), row in trizmq_rows.items():
+        assert float(row[4].replace(",", "")) > 0
+        wire = int(row[6].replace(",", ""))
+        assert (
+            (wire < 600)
+            if (kind, scheme) in {("records", "lz4+tcp"), ("records", "zstd+tcp")}
+            else wire >= 1024
+        )

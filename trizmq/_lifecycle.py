@@ -20,7 +20,7 @@ import trio
 from . import _open_sockets
 from ._endpoint import Endpoint, parse_endpoint
 from ._monitor import Monitor, MonitorEvent
-from ._options import Options, changed_options, validate_options
+from ._options import Options, changed_options, check_compression, validate_options
 from ._stats import SocketStats
 from .nursery import fastpath
 from .nursery.fastpath import trio_probe
@@ -154,6 +154,8 @@ class SocketLife:
             10
         """
         new = changed_options(self._type, self._options, options, SOCKET_TYPES.values())
+        if self._runtime is not None:  # and the compressed endpoints it has already
+            check_compression(new, (*self._runtime.listeners, *self._runtime.connecters))
         added = new.subscribe[len(self._options.subscribe) :]
         self._options = new
         if self._runtime is not None:

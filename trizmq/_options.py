@@ -33,6 +33,7 @@ __all__ = [
     "Options",
     "TypeOptions",
     "changed_options",
+    "check_compression",
     "validate_options",
 ]
 
@@ -216,6 +217,34 @@ def _message_or_none(name: str, value: object) -> bytes | None:
     raise ValueError(f"{name} must be bytes, str or None, not {value!r}")
 
 
+#: the largest ``compression_dict``: zstd's limit (a shipment of 64 KiB at most);
+#: lz4's, 8 KiB, is checked where an ``lz4+tcp://`` endpoint is bound or connected
+MAX_COMPRESSION_DICT = 64 * 1024 - 4
+
+
+def _compression_level(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int (the codec's level) or None, not {value!r}")
+    if not -131072 <= value <= 22:
+        raise ValueError(f"{name} must be between -131072 and 22 (zstd's levels), not {value!r}")
+    return value
+
+
+def _compression_dict(name: str, value: object) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise ValueError(f"{name} must be bytes (a dictionary) or None, not {value!r}")
+    data = bytes(value)
+    if not 1 <= len(data) <= MAX_COMPRESSION_DICT:
+        raise ValueError(
+            f"{name} must be 1 to {MAX_COMPRESSION_DICT} bytes long, not {len(data)}"
+        )
+    return data
+
+
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, not {value!r}")
@@ -288,6 +317,9 @@ OPTIONS: dict[str, OptionSpec] = {
     "disconnect_msg": OptionSpec(None, _message_or_none, per_type=True),
     "req_correlate": OptionSpec(False, _flag, per_type=True),
     "req_relaxed": OptionSpec(False, _flag, per_type=True),
+    "compression_level": OptionSpec(None, _compression_level),
+    "compression_dict": OptionSpec(None, _compression_dict),
+    "compression_auto_train": OptionSpec(False, _flag),
 }
 
 
@@ -389,6 +421,12 @@ class Options:
     req_correlate: bool = False
     #: REQ: allow a new request before the reply (ZMQ_REQ_RELAXED)
     req_relaxed: bool = False
+    #: lz4+tcp/zstd+tcp: the codec's level; None = the format's (lz4's default, zstd -3)
+    compression_level: int | None = None
+    #: lz4+tcp/zstd+tcp: a dictionary shipped to every peer (zstd: a Zstandard one)
+    compression_dict: bytes | None = None
+    #: zstd+tcp: train a dictionary from the first messages and ship it
+    compression_auto_train: bool = False
 
 
 #: the options :meth:`trizmq.Socket.set_options` may change once the socket exists,
@@ -432,7 +470,25 @@ def validate_options(
     checked: dict[str, Any] = {
         name: OPTIONS[name].check(name, value) for name, value in given.items()
     }
-    return Options(**checked)
+    options = Options(**checked)
+    check_compression(options)
+    return options
+
+
+def check_compression(options: Options, endpoints: Iterable[str] = ()) -> None:
+    """The compression options fit the compressed endpoints the constructor binds or
+    connects, and ``endpoints`` (those bound or connected already, for
+    ``set_options()``): ``ValueError`` naming the option, raised by the call that set
+    it. An endpoint bound or connected later is checked there."""
+    from .zmtp.compression import FORMATS, check_settings
+
+    for endpoint in (*map(str, options.bind), *map(str, options.connect), *endpoints):
+        scheme = endpoint.partition("://")[0]
+        if scheme in FORMATS:
+            try:
+                check_settings(scheme, options.compression_level, options.compression_dict)
+            except ValueError as exc:
+                raise ValueError(f"{endpoint}: {exc}") from None
 
 
 def changed_options(
@@ -453,4 +509,6 @@ def changed_options(
     }
     if "subscribe" in checked:
         checked["subscribe"] = current.subscribe + checked["subscribe"]
-    return attrs.evolve(current, **checked)
+    options = attrs.evolve(current, **checked)
+    check_compression(options)
+    return options

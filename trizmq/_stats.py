@@ -134,6 +134,12 @@ class PeerStats:
             waits there and what was filtered or replaced).
         bytes_sent: Payload bytes of ``messages_sent`` (0 on inproc).
         bytes_received: Payload bytes of ``messages_received`` (0 on inproc).
+        wire_bytes_sent: The bytes ``bytes_sent`` took on the wire as message parts:
+            compressed (``lz4+tcp://``, ``zstd+tcp://``: sentinels and dictionary
+            shipments included), else equal to ``bytes_sent`` (owner: the codec,
+            which counts what it encodes beside the payload).
+        wire_bytes_received: The same of ``bytes_received`` (messages still queued
+            are taken at the connection's ratio of wire to payload bytes).
         queued_out: Messages waiting now in this peer's outgoing queue (not written).
         queued_in: Messages from this peer waiting now to be read by the application.
         queued_out_peak: The most entries this peer's outgoing queue has held, since
@@ -160,6 +166,8 @@ class PeerStats:
     messages_received: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
+    wire_bytes_sent: int = 0
+    wire_bytes_received: int = 0
     queued_out: int = 0
     queued_in: int = 0
     queued_out_peak: int = 0
@@ -183,6 +191,11 @@ class SocketStats:
         messages_received: Whole messages handed to the application.
         bytes_sent: Payload bytes (frames' bodies) of ``messages_sent``.
         bytes_received: Payload bytes of ``messages_received``.
+        wire_bytes_sent: The bytes of ``bytes_sent`` as they went on the wire, after
+            compression (its peers' ``wire_bytes_sent``); equal to ``bytes_sent``
+            on uncompressed transports, so ``bytes_sent - wire_bytes_sent`` is what
+            compression saved.
+        wire_bytes_received: The same of ``bytes_received``.
         drops: Whole messages this socket discarded, by reason (every reason of
             ``DROP_REASONS``, 0 until it happens); drops that no peer owns
             (``no_route``, udp's ``malformed`` and ``oversized``) count here alone.
@@ -210,6 +223,8 @@ class SocketStats:
     messages_received: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
+    wire_bytes_sent: int = 0
+    wire_bytes_received: int = 0
     drops: Mapping[str, int] = attrs.field(factory=lambda: _zeroes(DROP_REASONS))
     filtered: int = 0
     queued_out: int = 0

@@ -60,12 +60,13 @@ def test_once_prints_one_snapshot(served: tuple[str, CollectorRegistry]) -> None
     assert lines[1] == "traffic"
     assert lines[2].split() == [
         "socket", "type", "peers", "sent/s", "recv/s", "sent", "received", "bytes/s", "out",
-        "bytes/s", "in", "queue", "out", "(peak)", "queue", "in", "(peak)", "drops", "rtt",
-        "mean/max",
+        "bytes/s", "in", "wire", "saved", "queue", "out", "(peak)", "queue", "in", "(peak)",
+        "drops", "rtt", "mean/max",
     ]
     ticks_row = next(line for line in lines if line.startswith(" ticks "))
     assert ticks_row.split() == [
-        "ticks", "PUB", "2", "0", "0", "120", "0", "0", "B", "0", "B", "5", "(64)", "0", "(0)",
+        "ticks", "PUB", "2", "0", "0", "120", "0", "0", "B", "0", "B", "75%", "/", "-", "5",
+        "(64)", "0", "(0)",
         "hwm", "7,", "disconnect", "2", "2.00", "ms", "/", "4.00", "ms",
     ]
     work = next(line for line in lines if line.startswith(" work ")).split()

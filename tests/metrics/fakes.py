@@ -40,6 +40,7 @@ PUB_STATS = SocketStats(
     messages_received=0,
     bytes_sent=4800,
     bytes_received=0,
+    wire_bytes_sent=1200,
     drops=drops(hwm=7, disconnect=2),
     filtered=0,
     queued_out=5,

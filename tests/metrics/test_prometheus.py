@@ -36,6 +36,12 @@ trizmq_bytes_sent_total{socket="ticks",type="PUB"} 4800.0
 # HELP trizmq_bytes_received_total Payload bytes (frames' bodies) of the messages received.
 # TYPE trizmq_bytes_received_total counter
 trizmq_bytes_received_total{socket="ticks",type="PUB"} 0.0
+# HELP trizmq_wire_bytes_sent_total The sent messages' parts as they went on the wire, after compression (lz4+tcp, zstd+tcp); bytes_sent elsewhere.
+# TYPE trizmq_wire_bytes_sent_total counter
+trizmq_wire_bytes_sent_total{socket="ticks",type="PUB"} 1200.0
+# HELP trizmq_wire_bytes_received_total The received messages' parts as they came on the wire, before decompression (lz4+tcp, zstd+tcp); bytes_received elsewhere.
+# TYPE trizmq_wire_bytes_received_total counter
+trizmq_wire_bytes_received_total{socket="ticks",type="PUB"} 0.0
 # HELP trizmq_messages_dropped_total Whole messages discarded, by reason.
 # TYPE trizmq_messages_dropped_total counter
 trizmq_messages_dropped_total{reason="hwm",socket="ticks",type="PUB"} 7.0

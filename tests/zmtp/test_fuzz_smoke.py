@@ -1,4 +1,5 @@
-"""The atheris fuzzers (the ZMTP decoder, the ZWS codec) run, briefly, as part of the suite."""
+"""The atheris fuzzers (the ZMTP decoder, the ZWS codec, the compressed transports'
+decoder) run, briefly, as part of the suite."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
     importlib.util.find_spec("atheris") is None,
     reason="atheris is not importable, so the fuzz targets cannot run",
 )
-@pytest.mark.parametrize("target", ["fuzz_decoder.py", "fuzz_zws.py"])
+@pytest.mark.parametrize("target", ["fuzz_decoder.py", "fuzz_zws.py", "fuzz_compression.py"])
 def test_fuzz_target_smoke(tmp_path: Path, target: str) -> None:
     result = subprocess.run(
         [sys.executable, str(FUZZ / target), "-runs=2000", "-seed=1", "-max_len=1024"],

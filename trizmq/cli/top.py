@@ -63,6 +63,8 @@ _FIGURES = {
     "messages_received": "received",
     "bytes_sent": "bytes_sent",
     "bytes_received": "bytes_received",
+    "wire_bytes_sent": "wire_bytes_sent",
+    "wire_bytes_received": "wire_bytes_received",
     "peers": "peers",
     "subscriptions": "subscriptions",
     "rtt_seconds": "rtt",
@@ -185,6 +187,19 @@ def _rate(
     return (delta if delta >= 0 else now.figures.get(figure, 0.0)) / dt
 
 
+def _saved(figures: Mapping[str, float]) -> str:
+    """What compression saved, out and in, as a share of the payload bytes ("-" where
+    the endpoint serves no wire figures, or nothing was sent or received)."""
+    shares = []
+    for way in ("sent", "received"):
+        payload, wire = figures.get(f"bytes_{way}"), figures.get(f"wire_bytes_{way}")
+        if payload is None or wire is None or not payload:
+            shares.append("-")
+        else:
+            shares.append(f"{100 * (payload - wire) / payload:.0f}%")
+    return " / ".join(shares)
+
+
 def render(
     url: str,
     views: Mapping[tuple[str, str], SocketView],
@@ -196,8 +211,8 @@ def render(
     title = Text(f"trizmq top  {url}  {plural(len(views), 'socket')}  {when}", style="bold")
     traffic = Table(box=box.SIMPLE, title="traffic", title_justify="left", show_edge=False)
     for column in ("socket", "type", "peers", "sent/s", "recv/s", "sent", "received",
-                   "bytes/s out", "bytes/s in", "queue out (peak)", "queue in (peak)",
-                   "drops", "rtt mean/max"):
+                   "bytes/s out", "bytes/s in", "wire saved", "queue out (peak)",
+                   "queue in (peak)", "drops", "rtt mean/max"):
         traffic.add_column(column, justify="left" if column in ("socket", "type", "drops")
                            else "right", no_wrap=True)
     links = Table(box=box.SIMPLE, title="connections", title_justify="left", show_edge=False)
@@ -222,6 +237,7 @@ def render(
             _count(f.get("received")),
             "-" if rates[2] is None else byte_size(rates[2]),
             "-" if rates[3] is None else byte_size(rates[3]),
+            _saved(f),
             f"{_count(view.queued.get('out'))} ({_count(view.peak.get('out'))})",
             f"{_count(view.queued.get('in'))} ({_count(view.peak.get('in'))})",
             _nonzero(view.drops),

@@ -80,6 +80,16 @@ INSTRUMENTS: tuple[InstrumentRow, ...] = (
         lambda s: s.bytes_received, attributes=_RECEIVE,
     ),
     InstrumentRow(
+        "trizmq.wire_bytes.sent", "counter", "By",
+        "The sent messages' parts on the wire, after compression (the payload elsewhere).",
+        lambda s: s.wire_bytes_sent, attributes=_SEND,
+    ),
+    InstrumentRow(
+        "trizmq.wire_bytes.received", "counter", "By",
+        "The received messages' parts on the wire, before decompression (the payload elsewhere).",
+        lambda s: s.wire_bytes_received, attributes=_RECEIVE,
+    ),
+    InstrumentRow(
         "trizmq.messages.dropped", "counter", "{message}", "Whole messages discarded, by reason.",
         lambda s: s.drops, key="trizmq.drop.reason",
     ),

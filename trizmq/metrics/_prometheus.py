@@ -87,6 +87,18 @@ SOCKET_METRICS: tuple[MetricRow[SocketStats], ...] = (
         None, lambda s: s.bytes_received,
     ),
     MetricRow(
+        "wire_bytes_sent", "counter",
+        "The sent messages' parts as they went on the wire, after compression (lz4+tcp, "
+        "zstd+tcp); bytes_sent elsewhere.",
+        None, lambda s: s.wire_bytes_sent,
+    ),
+    MetricRow(
+        "wire_bytes_received", "counter",
+        "The received messages' parts as they came on the wire, before decompression "
+        "(lz4+tcp, zstd+tcp); bytes_received elsewhere.",
+        None, lambda s: s.wire_bytes_received,
+    ),
+    MetricRow(
         "messages_dropped", "counter", "Whole messages discarded, by reason.",
         "reason", lambda s: s.drops,
     ),

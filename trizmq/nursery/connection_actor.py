@@ -265,6 +265,12 @@ class ConnectionActor:
             if peer.reading is codec:
                 # the pipe keeps the connection's count of payload bytes
                 peer.in_pipe.octets += codec.received_bytes
+                counts = codec.part_counts
+                if counts is not None:
+                    # and what its parts weighed beside their payload (read by counting)
+                    peer.out_pipe.note("wire_extra", counts.wire_sent - counts.payload_sent)
+                    peer.in_pipe.note("wire_in", counts.wire_received)
+                    peer.in_pipe.note("payload_in", counts.payload_received)
                 peer.reading = None
             if codec.in_message:
                 peer.in_pipe.note("disconnect")  # the unfinished message is lost

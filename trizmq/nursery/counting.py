@@ -8,6 +8,10 @@ socket actor's) and adds everything up into a :class:`~trizmq._stats.SocketStats
 =========================  ===============================================================
 figure                     owner (where it is kept)
 =========================  ===============================================================
+wire bytes                 a compressed connection's codec (``Codec.part_counts``: what
+                           its parts weighed, as payload and on the wire), its pipes
+                           once it ended (the connection actor notes ``wire_extra``,
+                           ``wire_in``, ``payload_in``); elsewhere the payload bytes
 messages, bytes sent       a stream's writer and its write-through, the udp sender, as
                            messages leave the outgoing pipe (``Pipe.passed``/``octets``,
                            plus what waits there); an inproc link's pipe, as they enter
@@ -72,6 +76,25 @@ _TRANSPORT_DROPS = {
 }
 
 
+def _wire_bytes(peer: Peer, bytes_sent: int, bytes_received: int) -> tuple[int, int]:
+    """The wire bytes of what ``peer`` sent and received: the payload's, and what its
+    connections' parts weighed beside it (compression: less). Messages received and
+    still queued are taken at the ratio of wire to payload bytes received."""
+    out, inp = peer.out_pipe, peer.in_pipe
+    reading = peer.reading
+    live = reading.part_counts if reading is not None else None
+    extra = out.counted("wire_extra")
+    wire_in, payload_in = inp.counted("wire_in"), inp.counted("payload_in")
+    if live is not None:
+        extra += live.wire_sent - live.payload_sent
+        wire_in += live.wire_received
+        payload_in += live.payload_received
+    if wire_in == payload_in:
+        return bytes_sent + extra, bytes_received
+    received = bytes_received * wire_in // payload_in if payload_in else wire_in
+    return max(0, bytes_sent + extra), received
+
+
 def peer_stats(peer: Peer, drops_at_hwm: bool, strategy: SocketStrategy) -> PeerStats:
     """One peer's figures, from its pipes' counters and what they hold now;
     ``drops_at_hwm``: the socket's type drops what a full queue refuses."""
@@ -96,6 +119,7 @@ def peer_stats(peer: Peer, drops_at_hwm: bool, strategy: SocketStrategy) -> Peer
             - inp.counted("filtered_bytes")
             - inp.counted("conflate_bytes")
         )
+    wire_sent, wire_received = _wire_bytes(peer, bytes_sent, bytes_received)
     drops = dict.fromkeys(DROP_REASONS, 0)
     drops["hwm"] = (out.refused if drops_at_hwm else 0) + inp.counted("hwm")
     drops["conflate"] = out.counted("conflate") + inp.counted("conflate")
@@ -108,6 +132,8 @@ def peer_stats(peer: Peer, drops_at_hwm: bool, strategy: SocketStrategy) -> Peer
         messages_received=received,
         bytes_sent=bytes_sent,
         bytes_received=bytes_received,
+        wire_bytes_sent=wire_sent,
+        wire_bytes_received=wire_received,
         queued_out=queued_out,
         queued_in=queued_in,
         queued_out_peak=max(out.peak, len(out)),
@@ -133,11 +159,14 @@ class _Totals:
         "messages_sent",
         "queued_in_peak",
         "queued_out_peak",
+        "wire_bytes_received",
+        "wire_bytes_sent",
     )
 
     def __init__(self) -> None:
         self.messages_sent = self.messages_received = 0
         self.bytes_sent = self.bytes_received = 0
+        self.wire_bytes_sent = self.wire_bytes_received = 0
         self.filtered = 0
         self.queued_out_peak = self.queued_in_peak = 0
         self.drops = dict.fromkeys(DROP_REASONS, 0)
@@ -154,6 +183,8 @@ class _Totals:
         self.messages_received += stats.messages_received
         self.bytes_sent += stats.bytes_sent
         self.bytes_received += stats.bytes_received
+        self.wire_bytes_sent += stats.wire_bytes_sent
+        self.wire_bytes_received += stats.wire_bytes_received
         self.filtered += stats.filtered
         self.queued_out_peak = max(self.queued_out_peak, stats.queued_out_peak)
         self.queued_in_peak = max(self.queued_in_peak, stats.queued_in_peak)
@@ -262,6 +293,8 @@ class SocketCounts:
             messages_received=received,
             bytes_sent=totals.bytes_sent,
             bytes_received=received_bytes,
+            wire_bytes_sent=totals.wire_bytes_sent,
+            wire_bytes_received=totals.wire_bytes_received + received_bytes - totals.bytes_received,
             drops=drops,
             filtered=totals.filtered + strategy.filtered,
             queued_out=sum([stats.queued_out for stats in peers]),

@@ -1,6 +1,7 @@
 """Transports: the one table from endpoint scheme to transport.
 
-A byte-stream transport (:class:`~trizmq.transport.base.StreamTransport`: tcp, ipc)
+A byte-stream transport (:class:`~trizmq.transport.base.StreamTransport`: tcp, ipc,
+ws, wss, lz4+tcp, zstd+tcp)
 parses its endpoints, listens, connects and names the codec of its bytes; a
 message transport (:class:`~trizmq.transport.base.MessageTransport`: inproc, udp)
 carries whole messages. Adding a transport is one module and one entry in
@@ -33,6 +34,7 @@ from .base import (
     unregister_transport,
     zmtp_codec,
 )
+from .compressed import LZ4_TCP, ZSTD_TCP
 from .inproc import INPROC
 from .ipc import IPC, IPCListener
 from .tcp import DEFAULT_BACKLOG, TCP, TCPListener
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 #: the built-in transports, in the order their schemes are listed to users
-TRANSPORTS: tuple[Transport, ...] = (TCP, IPC, INPROC, UDP, WS, WSS)
+TRANSPORTS: tuple[Transport, ...] = (TCP, IPC, INPROC, UDP, WS, WSS, LZ4_TCP, ZSTD_TCP)
 for _transport in TRANSPORTS:
     register_transport(_transport)
 

@@ -43,6 +43,7 @@ from .._options import DEFAULT_BACKLOG
 if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
+    from ..zmtp.compression import PartCounts
     from ..zmtp.encoding import Buffer
     from ..zmtp.events import Received
     from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
@@ -222,6 +223,13 @@ class Codec(Protocol):
     @property
     def received_bytes(self) -> int:
         """Payload bytes (frames' bodies) of the whole messages returned so far."""
+        ...
+
+    @property
+    def part_counts(self) -> PartCounts | None:
+        """What the message parts weighed as payload and on the wire, each way, for
+        a codec that transforms them (a compressed transport's); None where every
+        part goes on the wire as it is (the wire bytes are the payload bytes)."""
         ...
 
     #: when True, :meth:`receive_data` may return a message of one frame as its

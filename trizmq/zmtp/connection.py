@@ -177,6 +177,9 @@ class Connection(Handshaking):
     other types ignore it.
     """
 
+    #: every part goes on the wire as it is (``Codec.part_counts``)
+    part_counts = None
+
     def __init__(
         self,
         socket_type: str,

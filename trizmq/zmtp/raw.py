@@ -40,6 +40,8 @@ class RawConnection:
     peer_identity = b""
     peer_version = (0, 0)
     commands_parsed = 0
+    #: every read goes on as it is (``Codec.part_counts``)
+    part_counts = None
     #: ignored: a read is one message whose one frame is already in its list
     bare_messages = False
     handshake_commands_received = 0

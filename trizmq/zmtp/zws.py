@@ -272,6 +272,9 @@ class ZwsConnection:
     def handshake_commands_received(self) -> int:
         return self._inner.handshake_commands_received
 
+    #: parts are framed as they are, not transformed (``Codec.part_counts``)
+    part_counts = None
+
     @property
     def shares_encoding(self) -> bool:
         """False: a WebSocket frame is not a ZMTP frame (and a client's is masked),
