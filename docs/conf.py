@@ -97,7 +97,7 @@ NAV: list[tuple[str, list[str]]] = [
     ("Testing", ["testing"]),
     ("Spark", ["spark"]),
     ("Command line", ["cli"]),
-    ("Performance", ["performance"]),
+    ("Performance", ["performance", "changelog"]),
     ("Architecture", ["architecture"]),
     ("Reference", ["api"]),
 ]
