@@ -1,14 +1,15 @@
 """Receiving: every receive of a socket, each written once on one core.
 
-The core is :meth:`Receiving._recv_item_nowait`: the strategy's next message
+The core is :meth:`Receiving._try_recv_item`: the strategy's next message
 (``take_item``: its fair-queued receive, or a shortcut that does what it would,
 such as its one peer's pipe's ``poll_item``), a one-frame message possibly as its
-``bytes`` (see ``Connection.bare_messages``); ``trio.WouldBlock`` where there is
-none. Every public ``*_nowait`` form is that core and the message's shape for the
-application; every awaiting form is :meth:`Receiving._recv_item`, trio's shape: the
-cancellation half of a checkpoint, the core, a park where it raises ``WouldBlock``
-(on the fast path, a wait that may read the only peer's connection meanwhile), and
-a turn (see ``trizmq._sending`` for the checkpoints). On the fast path ``recv`` and
+``bytes`` (see ``Connection.bare_messages``); None where there is none. Every public
+``*_nowait`` form is that core (``trio.WouldBlock`` on None) and the message's shape
+for the application; every awaiting form is :meth:`Receiving._recv_item`, trio's
+shape: the cancellation half of a checkpoint, the core, a park where there is
+nothing (on the fast path, a wait that may read the only peer's connection
+meanwhile), and a turn (see ``trizmq._sending`` for the checkpoints, and why the
+core answers None rather than raising). On the fast path ``recv`` and
 ``recv_multipart`` run compiled with their core and the probe's test inlined
 (``trizmq.nursery.fastpath.hot_paths``).
 
@@ -41,7 +42,7 @@ _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _checkpoint = trio.lowlevel.checkpoint
 
 
-@hot_paths(operations=("recv", "recv_multipart"), cores=("_recv_item", "_recv_item_nowait"))
+@hot_paths(operations=("recv", "recv_multipart"), cores=("_recv_item", "_try_recv_item"))
 class Receiving:
     """The receives of a socket (a base of :class:`trizmq.Socket`; its life is
     ``SocketLife``'s, which sets what is declared here)."""
@@ -71,28 +72,31 @@ class Receiving:
         async def _yield_turn(self) -> None: ...
 
     # -- the core --------------------------------------------------------------------------
-    def _recv_item_nowait(self) -> list[bytes] | bytes:
+    def _try_recv_item(self) -> list[bytes] | bytes | None:
         """The next message in the strategy's own form (routing id or group first), a
-        one-frame message possibly as its ``bytes``; ``trio.WouldBlock`` where there
-        is none."""
+        one-frame message possibly as its ``bytes``; None where there is none."""
         if not self._recvable:
             self._check_recv()
         item = self._strategy.take_item()
+        return item
+
+    def _recv_item_nowait(self) -> list[bytes] | bytes:
+        """:meth:`_try_recv_item`, or ``trio.WouldBlock``."""
+        item = self._try_recv_item()
         if item is None:
             raise trio.WouldBlock
         return item
 
     async def _recv_item(self) -> list[bytes] | bytes:
-        """The next message as :meth:`_recv_item_nowait` gives it, waiting for one:
-        every awaiting receive, on that core."""
+        """The next message as :meth:`_try_recv_item` gives it, waiting for one: every
+        awaiting receive, on that core."""
         # the cancellation half of a checkpoint (the probe's test: no coroutine)
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         elif self._cancel_pending():
             await _checkpoint()
-        try:
-            item = self._recv_item_nowait()
-        except trio.WouldBlock:
+        item = self._try_recv_item()
+        if item is None:
             item = await self._recv_waiting()
         else:
             ops = self._ops = self._ops + 1
@@ -104,12 +108,10 @@ class Receiving:
         """Park until a message is there, and take it."""
         while True:
             await self._wait_to_recv()
-            try:
-                item = self._recv_item_nowait()
-            except trio.WouldBlock:
-                continue
-            self._ops = 0  # it waited: the count of calls that did not starts again
-            return item
+            item = self._try_recv_item()
+            if item is not None:
+                self._ops = 0  # it waited: the count of calls that did not starts again
+                return item
 
     async def _recv_raw(self) -> list[bytes]:
         """The next message in the strategy's own form, as a list, waiting for one."""

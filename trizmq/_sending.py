@@ -1,14 +1,17 @@
 """Sending: every send of a socket, each written once on one core.
 
-The core is :meth:`Sending._send_message_nowait`: a message in the strategy's form
+The core is :meth:`Sending._try_send_message`: a message in the strategy's form
 handed to the strategy's ``route`` (its ``send``, or a shortcut it offers that does
 what ``send`` would, such as its one peer's pipe's ``offer``), through the fast
 path's ``FastPath.route`` where a connection's writer is idle (the sending task then
-writes it itself); ``trio.WouldBlock`` where the pattern says to wait. Every public
-``*_nowait`` form makes its message and calls the core; every awaiting form is
-:meth:`Sending._send_message`, trio's shape of ``send`` on ``send_nowait``: the
-cancellation half of a checkpoint, the core, a park where it raises ``WouldBlock``
-(then the core again, once a queue may take the message), and a turn.
+writes it itself); False where the pattern says to wait. Every public ``*_nowait``
+form makes its message and calls the core, raising ``trio.WouldBlock`` on False;
+every awaiting form is :meth:`Sending._send_message`, trio's shape of ``send`` on
+``send_nowait``: the cancellation half of a checkpoint, the core, a park where it
+would block (then the core again, once a queue may take the message), and a turn.
+The core answers with a value, not ``WouldBlock``: a request-reply loop waits at
+nearly every call, and an exception raised and caught costs it more than the rest
+of the call.
 
 Checkpoints: trio's convention is that every ``await`` is a checkpoint. The sends
 keep the *cancellation* half of it on every call, but reschedule only when they
@@ -74,7 +77,7 @@ def _json(obj: object) -> bytes:
     return json.dumps(obj).encode("utf-8")
 
 
-@hot_paths(operations=("send", "send_multipart"), cores=("_send_message", "_send_message_nowait"))
+@hot_paths(operations=("send", "send_multipart"), cores=("_send_message", "_try_send_message"))
 class Sending:
     """The sends of a socket (a base of :class:`trizmq.Socket`; its life is
     ``SocketLife``'s, which sets what is declared here)."""
@@ -101,10 +104,10 @@ class Sending:
         async def _wait_to_send(self) -> None: ...
 
     # -- the core --------------------------------------------------------------------------
-    def _send_message_nowait(self, msg: list[bytes]) -> None:
-        """Hand ``msg`` (in the strategy's form) to the strategy's route, or raise
-        ``trio.WouldBlock`` where the pattern says to wait. On the fast path, a
-        message routed to an idle connection may then be written by this task."""
+    def _try_send_message(self, msg: list[bytes]) -> bool:
+        """Hand ``msg`` (in the strategy's form) to the strategy's route; False where
+        the pattern says to wait. On the fast path, a message routed to an idle
+        connection may then be written by this task."""
         if not self._sendable:
             self._check_send()
         fast = self._fast
@@ -112,20 +115,23 @@ class Sending:
             sent = fast.route(self._strategy.route, msg)
         else:
             sent = self._strategy.route(msg)
-        if not sent:
+        return sent
+
+    def _send_message_nowait(self, msg: list[bytes]) -> None:
+        """:meth:`_try_send_message`, or ``trio.WouldBlock``."""
+        if not self._try_send_message(msg):
             raise trio.WouldBlock
 
     async def _send_message(self, msg: list[bytes]) -> None:
         """Send ``msg`` (in the strategy's form), waiting as the pattern says: every
-        awaiting send, on :meth:`_send_message_nowait`."""
+        awaiting send, on :meth:`_try_send_message`."""
         # the cancellation half of a checkpoint (the probe's test: no coroutine)
         if self._cancel_pending is None:
             await _checkpoint_if_cancelled()
         elif self._cancel_pending():
             await _checkpoint()
-        try:
-            self._send_message_nowait(msg)
-        except trio.WouldBlock:
+        sent = self._try_send_message(msg)
+        if not sent:
             await self._send_waiting(msg)
         else:
             ops = self._ops = self._ops + 1
@@ -136,12 +142,9 @@ class Sending:
         """Park until the pattern takes ``msg``, refused for now."""
         while True:
             await self._wait_to_send()
-            try:
-                self._send_message_nowait(msg)
-            except trio.WouldBlock:
-                continue
-            self._ops = 0  # it waited: the count of calls that did not starts again
-            return
+            if self._try_send_message(msg):
+                self._ops = 0  # it waited: the count of calls that did not starts again
+                return
 
     def _check_send(self) -> None:
         """Why this socket cannot send now, raised; nothing where it can."""

@@ -2,11 +2,10 @@
 
 The rule it bends: a method runs as written. Each awaiting operation of a socket
 (``send``, ``recv``, ...) is written once, in plain Python, on its cores: the one
-awaiting shape (``_send_message``: trio's checkpoint, the ``_nowait`` core, a park
-where that raises ``trio.WouldBlock``, a turn counted) and the core itself
-(``_send_message_nowait``). A call costs a few percent of an inproc message, so on
-the fast path the operations a class lists are compiled again from their source
-with
+awaiting shape (``_send_message``: trio's checkpoint, the core, a park where the
+core would block, a turn counted) and the core itself (``_try_send_message``). A
+call costs a few percent of an inproc message, so on the fast path the operations
+a class lists are compiled again from their source with
 
 * the body of each core it lists, where an operation calls it as a statement
   (``x = self.core(...)``, ``x = await self.core(...)`` or the call alone), in
