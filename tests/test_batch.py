@@ -145,7 +145,7 @@ async def test_pub_send_many_reaches_every_subscriber_past_a_muted_one(
     """A batch published to three subscribers, one of which reads nothing: the
     other two get every message in order; the muted one's queue stops at its mark
     and the rest is dropped for it alone. Over tcp (fast path), the batches are
-    corked and written as their shared buffers (RawOutput.flush), whole while the
+    held back and written as their shared buffers (RawOutput.flush), whole while the
     kernel takes them and in part once the muted one's buffers are full."""
     runs = {True: 0, False: 0}
     real = RawOutput._write_runs

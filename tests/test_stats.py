@@ -4,7 +4,7 @@
 The figures are compared with what the test itself sent, received and queued:
 messages and payload bytes per socket and per peer, queue depths, drops by reason,
 what was filtered, connection events and their causes, heartbeats. The suite runs
-with and without ``TRIZMQ_FASTPATH=0``: the fast path's write-through, corks and
+with and without ``TRIZMQ_FASTPATH=0``: the fast path's write-through, held batches and
 read-through move messages by other routes, which must count the same.
 """
 

@@ -111,7 +111,7 @@ class Sending:
         if not self._sendable:
             self._check_send()
         fast = self._fast
-        if fast is not None and fast.armed:
+        if fast is not None and fast.write_through_ready:
             sent = fast.route(self._strategy.route, msg)
         else:
             sent = self._strategy.route(msg)
@@ -340,7 +340,7 @@ class Sending:
             if not self._sendable:
                 self._check_send()
             fast = self._fast
-            if fast is None or not fast.armed:
+            if fast is None or not fast.write_through_ready:
                 start = strategy.send_batch(msgs, start)
             else:
                 start = fast.route_batch(strategy.send_batch, msgs, start)

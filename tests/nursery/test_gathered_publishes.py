@@ -238,11 +238,11 @@ async def test_a_gathering_send_skips_the_write_through_wrapper(
     async with trizmq_subscribers(1) as (pub, subs):
         fast = pub._fast
         await trio.sleep(0)  # the writer parks: write-through is armed
-        assert fast.armed
+        assert fast.write_through_ready
         for i in range(10):
             await pub.send(b"%d" % i)
         assert len(routed) == 1
-        assert not fast.armed and len(pub._strategy.gathered) == 10
+        assert not fast.write_through_ready and len(pub._strategy.gathered) == 10
         assert [await subs[0].recv() for _ in range(10)] == [b"%d" % i for i in range(10)]
         assert pub._strategy.gathered == []
-        assert fast.armed == (fast.allowed and fast.idle > 0)
+        assert fast.write_through_ready == (fast.write_through_allowed and fast.idle_writers > 0)

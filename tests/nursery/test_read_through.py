@@ -280,7 +280,7 @@ async def test_a_task_that_goes_away_hands_the_connection_back(transport: str) -
                     await trio.to_thread.run_sync(push.send, b"%d" % i)
                 while pull.statistics()["queued_in"] < 3:
                     await trio.sleep(0.001)  # bytes from another thread: nothing to await
-                assert not rt.owed
+                assert not rt.reader_wake_due
                 assert [pull.recv_nowait() for _ in range(3)] == [b"0", b"1", b"2"]
             finally:
                 push.close()

@@ -944,10 +944,10 @@ class KeyCheck:
     """pyzmq's credentials-provider protocol: admit only ``allowed`` (Z85) keys."""
 
     def __init__(self, allowed: bytes) -> None:
-        self.allowed = allowed
+        self.write_through_allowed = allowed
 
     def callback(self, domain: str, key: bytes) -> bool:
-        return key == self.allowed
+        return key == self.write_through_allowed
 
 
 @pytest.mark.parametrize("admitted", [True, False])

@@ -2,10 +2,10 @@
 
 A :class:`ConnectionActor` drives one stream with its codec: the handshake (and
 ZAP), then attaching its peer to the socket (or refusing it), then a reader, a
-writer and, with ``heartbeat_ivl``, a heartbeat task (not for a ZMTP 2.0 peer, which
-has no PING), all inside the connection's own cancel scope, so that losing or
-dropping this connection cancels nothing else. Its state is its attributes: how it
-ended (:attr:`outcome`), the heartbeat clock, the TTL the peer announced.
+writer and, with ``heartbeat_ivl``, a heartbeat task (see ``heartbeat``), all inside
+the connection's own cancel scope, so that losing or dropping this connection
+cancels nothing else. Its state is its attributes: how it ended (:attr:`outcome`),
+its heartbeat, its outbound half.
 
 Rules:
 
@@ -44,7 +44,6 @@ from ..zmtp import ProtocolError
 from ..zmtp.events import PeerError, Ping, Pong
 from ..zmtp.outbound import Outbound
 from ..zmtp.queue_items import INCOMING_COMMANDS, INCOMING_MESSAGES, payload
-from ..zmtp.zmtp2 import ZMTP2_VERSION
 from .fastpath.direct_io import RawInput, RawSocket
 from .fastpath.read_through import ReadThrough
 from .fastpath.tls_input import TlsInput
@@ -252,8 +251,7 @@ class ConnectionActor:
                 peer.closer = self.close
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(run_writer, self)
-                    # a ZMTP 2.0 peer has no PING: TCP's keepalive is all it gets
-                    if runtime.options.heartbeat_ivl and peer.version != ZMTP2_VERSION:
+                    if self.heartbeat.runs_for(peer.version):
                         nursery.start_soon(
                             self.heartbeat.run, self, runtime.options, peer.out_pipe
                         )

@@ -31,6 +31,8 @@ Rules (libzmq's ``stream_engine_base``):
   after the PING clears it (:meth:`Heartbeat.heard`, :meth:`Heartbeat.traffic`).
 * A PING's round trip is timed from the write of the oldest PING not answered yet
   to the next PONG, and smoothed as TCP smooths its round-trip time.
+* A ZMTP 2.0 peer has no PING or PONG: no heartbeat runs for it, whatever the
+  options say (TCP's keepalive is all it gets: ``tcp_keepalive``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import trio
 from trio.lowlevel import enable_ki_protection
 
 from ..zmtp.events import Ping, Pong
+from ..zmtp.zmtp2 import ZMTP2_VERSION
 
 if TYPE_CHECKING:
     from .._options import Options
@@ -94,6 +97,11 @@ class Heartbeat:
         self._pings_heard = 0
         #: when the oldest PING not answered yet was written (infinity: none is)
         self._ping_at = math.inf
+
+    def runs_for(self, peer_version: tuple[int, int]) -> bool:
+        """Whether the heartbeat task runs for a peer of this ZMTP version: with
+        ``heartbeat_ivl``, and not for a ZMTP 2.0 peer (no PING there)."""
+        return self.on and peer_version != ZMTP2_VERSION
 
     # -- what the connection's parts report ------------------------------------------------
     def heard(self) -> None:

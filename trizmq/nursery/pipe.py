@@ -199,7 +199,7 @@ class Pipe:
         publisher's batch to its subscribers; how many were dropped in all.
 
         A pipe that holds items and has room for the whole batch (a subscriber that
-        keeps up, its queue corked or being written) takes it with one C-level
+        keeps up, its queue held back or being written) takes it with one C-level
         ``extend`` and no call of its own: no wake-up is owed, it was not empty.
         """
         count = len(batch)

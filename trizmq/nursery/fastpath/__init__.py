@@ -17,16 +17,17 @@ One file per job, each saying which rule it bends:
   after every call. Only POSIX socket streams get it.
 * ``write_through`` -- **write-through** (:class:`RawOutput`): the connection writer's
   direct writes, and the socket's sending task writing for an idle writer, encrypted
-  connections included; a publisher's batches are held back by corks instead.
-* ``instrument`` -- **the run loop's hook** (:class:`Revival`): before trio waits for
-  I/O, it routes a publisher's gathered messages, takes the corks off and wakes the
-  readers a read-through owes a look.
+  connections included (the encoding is the connection's outbound half's,
+  ``trizmq.zmtp.outbound``); a publisher's batches are held back instead.
+* ``instrument`` -- **the run loop's hook** (:class:`IoWaitHook`): before trio waits for
+  I/O, it routes a publisher's gathered messages, releases the batches held back and
+  wakes the readers a read-through owes a look.
 * ``read_through`` -- **read-through** (:class:`ReadThrough`): a task that would park
   in a receive reads its only peer's connection itself while the reader stands by.
-* ``routing`` -- **the socket's fast-path state** (:class:`FastPath`): when a send
+* ``socket_state`` -- **the socket's fast-path state** (:class:`FastPath`): when a send
   may write through, what a receive waits on.
-* ``framing`` -- **short-message framing**: runs of messages encoded at C speed, once
-  for all the subscribers of a publisher (the writer uses it on both paths).
+* ``hot_paths`` -- **generated hot paths**: a socket's four hottest operations
+  compiled with their cores and the cancellation check inlined, from their source.
 * ``tls_input`` -- **TLS reads in one go** (:class:`TlsInput`): every record TLS can
   already decrypt, taken after each awaited read of trio's ``SSLStream``.
 * ``trio_probe`` -- **trio's private fields**, read there and nowhere else: the
@@ -36,8 +37,8 @@ One file per job, each saying which rule it bends:
 
 The order (every import, type-only ones too, points down it; a file names an object
 of a file above it by a ``Protocol`` of what it uses, declared beside it):
-``routing``; ``write_through``; ``direct_io`` and ``tls_input``; ``read_through``;
-``instrument``; ``framing`` and ``trio_probe``; this package, the switch, at the
+``socket_state``; ``write_through``; ``direct_io`` and ``tls_input``; ``read_through``;
+``instrument``; ``hot_paths``; ``trio_probe``; this package, the switch, at the
 bottom (``tests/nursery/test_import_order.py``).
 """
 

@@ -26,11 +26,11 @@ from trio.lowlevel import enable_ki_protection
 from ...zmtp import ProtocolError
 from ..handshake_io import RECEIVE_SIZE
 from ..waiters import Waiters
-from .instrument import revival
+from .instrument import io_wait_hook
 
 if TYPE_CHECKING:
     from ..parents import ReadThroughParent
-    from .instrument import Revival
+    from .instrument import IoWaitHook
 
 __all__ = ["ReadThrough", "SharedSocket"]
 
@@ -70,7 +70,7 @@ class ReadThrough:
     exactly as the reader would.
     """
 
-    __slots__ = ("_raw", "_reader", "_revival", "actor", "ended", "owed", "peer", "waiting")
+    __slots__ = ("_hook", "_raw", "_reader", "actor", "ended", "peer", "reader_wake_due", "waiting")
 
     def __init__(self, actor: ReadThroughParent, raw: SharedSocket) -> None:
         self.actor = actor
@@ -83,8 +83,8 @@ class ReadThrough:
         self._reader = Waiters()
         #: the task left a wait with data and the reader still stands by: it is woken
         #: before trio next waits for I/O unless the task waits again first
-        self.owed = False
-        self._revival: Revival | None = None
+        self.reader_wake_due = False
+        self._hook: IoWaitHook | None = None
 
     async def wait(self) -> None:
         """Park until the connection has data; ``trio.ClosedResourceError`` when
@@ -92,11 +92,11 @@ class ReadThrough:
 
         Whenever the wait ends, the reader looks at the socket again unless the task
         waits once more first: at once when the wait failed, else before trio's run
-        loop next waits for I/O (:class:`Revival`).
+        loop next waits for I/O (:class:`IoWaitHook`).
         """
         task = _current_task()
         self.waiting = task
-        self.owed = False
+        self.reader_wake_due = False
         try:
             await self._raw.wait_readable_too()
         except BaseException:
@@ -107,11 +107,11 @@ class ReadThrough:
         if self.waiting is task:
             self.waiting = None
         if self._reader._tasks:
-            self.owed = True
-            owing = self._revival
+            self.reader_wake_due = True
+            owing = self._hook
             if owing is None:
-                owing = self._revival = revival()
-            owing.owed.append(self)
+                owing = self._hook = io_wait_hook()
+            owing.readers_due.append(self)
 
     def interrupt(self) -> None:
         """Wake the task parked in :meth:`wait`; a no-op when none is."""

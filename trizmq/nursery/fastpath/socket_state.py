@@ -2,7 +2,7 @@
 
 The rules it bends: a send only routes (the writer writes), and a receive parks with
 the socket's receivers. :class:`FastPath` lets the sending task write a routed
-message itself while a connection's writer is idle (``write_through``), corks a
+message itself while a connection's writer is idle (``write_through``), holds back a
 publisher's batches and gathers its one-at-a-time publishes (``instrument``), and
 parks a receiving task on its peer's connection to read it through
 (``read_through``).
@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from .instrument import cork_limit, revival
+from .instrument import hold_limit, io_wait_hook
 
 if TYPE_CHECKING:
     from ...patterns.routing import FairQueue
     from ...patterns.sockets.base import PeerLike, SocketStrategy
     from ..waiters import Waiters
-    from .instrument import Revival
+    from .instrument import IoWaitHook
     from .read_through import ReadThrough
     from .write_through import RawOutput
 
@@ -36,29 +36,29 @@ __all__ = ["FastPath"]
 class FastPath:
     """One socket's fast-path state: write-through and read-through.
 
-    ``allowed``: may the next message routed to an idle connection be written by the
-    sending task? Cleared by such a write; set again whenever the socket's tasks wait
-    or yield (:meth:`waited`) and when a writer goes idle. ``armed`` is True while
-    it is allowed and some writer is idle: the one thing a send looks at before it
-    routes through :meth:`route`. ``routing`` is True while the socket's sending task
-    routes a message: an idle writer that gets work then leaves it to that task
-    (``pending``) instead of waking.
+    ``write_through_allowed``: may the next message routed to an idle connection be
+    written by the sending task? Cleared by such a write; set again whenever the
+    socket's tasks wait or yield (:meth:`waited`) and when a writer goes idle.
+    ``write_through_ready`` is True while it is allowed and some writer is idle: the
+    one thing a send looks at before it routes through :meth:`route`. ``routing`` is
+    True while the socket's sending task routes a message: an idle writer that gets
+    work then leaves it to that task (``writes_due``) instead of waking.
     """
 
     __slots__ = (
         "_gatherer",
+        "_hook",
         "_inbound",
         "_park",
         "_recent",
-        "_revival",
-        "allowed",
-        "armed",
-        "fed_at",
-        "idle",
-        "pending",
+        "idle_writers",
+        "published_in_pass",
         "readers",
         "reading",
         "routing",
+        "write_through_allowed",
+        "write_through_ready",
+        "writes_due",
     )
 
     def __init__(self, inbound: FairQueue[PeerLike], receivers: Waiters) -> None:
@@ -68,16 +68,17 @@ class FastPath:
         self._park = receivers.park
         #: among several peers, the one the last message came from at the last wait
         self._recent: object = None
-        self.allowed = True
-        self.armed = False
+        self.write_through_allowed = True
+        self.write_through_ready = False
         #: writers idle right now that the sending task may write for
-        self.idle = 0
+        self.idle_writers = 0
         self.routing = False
-        self.pending: list[RawOutput] = []
-        #: the scheduler pass (Revival.passes) in which the socket last published a
-        #: batch: its corks stay on while it goes on publishing
-        self.fed_at = 0
-        self._revival: Revival | None = None
+        #: the idle connections the sending task owes a write-through after routing
+        self.writes_due: list[RawOutput] = []
+        #: the scheduler pass (IoWaitHook.passes) in which the socket last published a
+        #: batch: its batches stay held while it goes on publishing
+        self.published_in_pass = 0
+        self._hook: IoWaitHook | None = None
         #: peer -> the ReadThrough of its live connection
         self.readers: dict[object, ReadThrough] = {}
         #: the ReadThrough a receiving task of this socket waits in, if any
@@ -88,8 +89,8 @@ class FastPath:
     def gather(self, strategy: SocketStrategy) -> None:
         """Let a publisher's ``strategy`` gather the messages it is given one at a
         time to its stream subscribers: they are routed as one batch
-        (:meth:`route_batch`, corks and all) just before trio's run loop next waits
-        for I/O (:meth:`Revival.before_io_wait`), as ``send_many`` would route them."""
+        (:meth:`route_batch`, holding and all) just before trio's run loop next waits
+        for I/O (:meth:`IoWaitHook.before_io_wait`), as ``send_many`` would route them."""
         self._gatherer = strategy
         strategy.gather = self._gathering
 
@@ -97,13 +98,13 @@ class FastPath:
         """The gatherer began to gather: route its messages before the loop waits.
 
         Until then a send only gathers, with nothing to write through: it need not
-        route through :meth:`route` (``armed`` is set again by :meth:`route_gathered`
+        route through :meth:`route` (``write_through_ready`` is set again by :meth:`route_gathered`
         and whenever the socket's task waits or yields)."""
-        self.armed = False
-        revival_ = self._revival
-        if revival_ is None:
-            revival_ = self._revival = revival()
-        revival_.gathering.append(self)
+        self.write_through_ready = False
+        hook = self._hook
+        if hook is None:
+            hook = self._hook = io_wait_hook()
+        hook.gathering.append(self)
 
     def route_gathered(self) -> None:
         """Route what the gatherer gathered, as a batch."""
@@ -112,12 +113,12 @@ class FastPath:
             msgs = strategy.take_gathered()
             if msgs:
                 self.route_batch(strategy.send_batch, msgs, 0)
-            self.armed = self.allowed and self.idle > 0
+            self.write_through_ready = self.write_through_allowed and self.idle_writers > 0
 
     def waited(self) -> None:
         """The socket's task waited or yielded: write-through may happen again."""
-        self.allowed = True
-        self.armed = self.idle > 0
+        self.write_through_allowed = True
+        self.write_through_ready = self.idle_writers > 0
 
     def route(self, send: Callable[[list[bytes]], bool], msg: list[bytes]) -> bool:
         """``send(msg)`` (a strategy's routing), then write through what it queued for
@@ -127,11 +128,11 @@ class FastPath:
             return send(msg)
         finally:
             self.routing = False
-            if self.pending:
-                # write each pending message, or leave it to its writer
-                pending, self.pending = self.pending, []
-                for output in pending:
-                    if not (self.allowed and output.write_now()):
+            if self.writes_due:
+                # write each message due, or leave it to its writer
+                due, self.writes_due = self.writes_due, []
+                for output in due:
+                    if not (self.write_through_allowed and output.write_now()):
                         output.wake()
 
     def route_batch(
@@ -144,48 +145,48 @@ class FastPath:
         through, with one call each, what it queued for the connections that were
         idle: a batch costs each of them one system call and no wake-up.
 
-        A published batch is corked instead (:meth:`Revival.cork`): held back, the
-        writer left idle, so that the batches the socket goes on publishing join it
-        and one system call writes several (a system call per subscriber and batch
-        is most of what a subscriber costs a publisher). The cork comes off before
-        trio's run loop next waits for I/O, or after two scheduler passes in a row in
-        which the socket published nothing (a loop of ``send_many`` and
-        ``trio.sleep(0)`` publishes every other pass), or once :func:`cork_limit`
-        messages wait (then at once, as the batch that reached it is corked) or the
-        oldest has waited :data:`CORK_TIME`.
+        A published batch is held back instead (:meth:`IoWaitHook.hold`), the writer
+        left idle, so that the batches the socket goes on publishing join it and one
+        system call writes several (a system call per subscriber and batch is most
+        of what a subscriber costs a publisher). What is held goes out before trio's
+        run loop next waits for I/O, or after two scheduler passes in a row in which
+        the socket published nothing (a loop of ``send_many`` and ``trio.sleep(0)``
+        publishes every other pass), or once :func:`hold_limit` messages wait (then at
+        once, as the batch that reached it is held) or the oldest has waited
+        :data:`HOLD_TIME`.
         """
         self.routing = True
         try:
             return send_batch(msgs, start)
         finally:
             self.routing = False
-            # the run's instrument is installed by the first cork (a socket that
-            # never corks, a PUSH's say, costs no scheduler pass a look at corks)
-            corks = self._revival
-            if corks is not None:
-                self.fed_at = corks.passes
-            if self.pending:
-                pending, self.pending = self.pending, []
-                allowed = self.allowed
-                corked: RawOutput | None = None
-                for output in pending:
+            # the run's instrument is installed by the first batch held (a socket that
+            # never holds one, a PUSH's say, costs no scheduler pass a look at them)
+            hook = self._hook
+            if hook is not None:
+                self.published_in_pass = hook.passes
+            if self.writes_due:
+                due, self.writes_due = self.writes_due, []
+                allowed = self.write_through_allowed
+                held: RawOutput | None = None
+                for output in due:
                     if not allowed:
                         output.wake()
-                    elif output.corkable():
-                        if corks is None:
-                            corks = self._revival = revival()
-                            self.fed_at = corks.passes
-                        corks.cork(output)
-                        corked = output
+                    elif output.holdable():
+                        if hook is None:
+                            hook = self._hook = io_wait_hook()
+                            self.published_in_pass = hook.passes
+                        hook.hold(output)
+                        held = output
                     elif not output.write_queue_now():
                         output.wake()
-                # the queue of one connection corked stands for the others (they were
-                # given the same batches): a cork never waits for the pass to end
+                # the queue of one connection held stands for the others (they were
+                # given the same batches): a hold never waits for the pass to end
                 # with a queue at its limit, where the next batch would find it full
-                if corked is not None and corks is not None:
-                    pipe = corked._pipe
-                    if len(pipe) >= cork_limit(pipe):
-                        corks.uncork()
+                if held is not None and hook is not None:
+                    pipe = held._pipe
+                    if len(pipe) >= hold_limit(pipe):
+                        hook.release()
 
     async def wait_to_recv(self) -> None:
         """Park a receiving task: on a peer's connection (read-through) when that has
@@ -200,8 +201,8 @@ class FastPath:
         receivers, which ends the wait (``interrupt``), so the task then takes it in
         its turn.
         """
-        self.allowed = True
-        self.armed = self.idle > 0
+        self.write_through_allowed = True
+        self.write_through_ready = self.idle_writers > 0
         inbound = self._inbound
         only = inbound.only
         if only is None:

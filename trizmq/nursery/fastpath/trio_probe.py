@@ -209,7 +209,7 @@ def run_vars() -> dict[str, Any] | None:
 def anything_runnable() -> bool:
     """Whether trio's run loop has a task to run (from its internals; True where they
     moved, so that the loop is woken as if one were). A write that went out whole,
-    corks that came off with nothing left for a writer, woke nobody: the loop may
+    held batches released with nothing left for a writer, woke nobody: the loop may
     sleep until the answers come, without a wake-up of its own first."""
     try:
         return bool(RUN_CONTEXT.runner.runq)

@@ -11,7 +11,7 @@ non-blocking call (:meth:`RawOutput.write_now`, :meth:`RawOutput.write_queue_now
 what the kernel does not take goes back to the writer, a message begun as the bytes
 still owed. Encrypted connections too: the task writes only while the writer is
 parked with nothing queued and sends what it encodes at once, so CURVE's nonces go
-out in the order they were taken. A publisher's batches are corked instead (see
+out in the order they were taken. A publisher's batches are held back instead (see
 ``instrument``) and written several at a time with one ``sendmsg``
 (:meth:`RawOutput.flush`).
 
@@ -41,24 +41,25 @@ __all__ = ["RawOutput", "WritingSocket"]
 
 
 class WritingSocket(Protocol):
-    """A socket's fast-path state (``FastPath``, in ``routing``), as a connection's
-    write-through sees it: whether the sending task may write for an idle writer
-    (``allowed``, ``armed``), how many writers are idle, whether the task is routing
-    now, the outputs it owes a write-through after routing, and the pass in which it
-    last published a batch (read by the corks: ``instrument.PublishingSocket``)."""
+    """A socket's fast-path state (``FastPath``, in ``socket_state``), as a
+    connection's write-through sees it: whether the sending task may write for an
+    idle writer (``write_through_allowed``, ``write_through_ready``), how many writers
+    are idle, whether the task is routing now, the outputs it owes a write-through
+    after routing, and the pass in which it last published a batch (read where
+    batches are held back: ``instrument.PublishingSocket``)."""
 
-    allowed: bool
-    armed: bool
-    idle: int
+    write_through_allowed: bool
+    write_through_ready: bool
+    idle_writers: int
 
     @property
     def routing(self) -> bool: ...
 
     @property
-    def fed_at(self) -> int: ...
+    def published_in_pass(self) -> int: ...
 
     @property
-    def pending(self) -> list[RawOutput]: ...
+    def writes_due(self) -> list[RawOutput]: ...
 
 
 class RawOutput:
@@ -82,7 +83,7 @@ class RawOutput:
         self._fast = fast
         self._pipe = actor.peer.out_pipe
         self._idle = Waiters()
-        #: True while the writer is parked idle, counted in ``FastPath.idle``
+        #: True while the writer is parked idle, counted in ``FastPath.idle_writers``
         self._parked = False
         #: the connection's outbound half, which its writer shares
         self.outbound = outbound
@@ -102,8 +103,8 @@ class RawOutput:
             await trio.lowlevel.checkpoint()
             return
         fast = self._fast
-        fast.idle += 1
-        fast.allowed = fast.armed = True
+        fast.idle_writers += 1
+        fast.write_through_allowed = fast.write_through_ready = True
         self._parked = True
         pipe.on_readable = self._on_work
         try:
@@ -115,16 +116,16 @@ class RawOutput:
 
     def _on_work(self) -> None:
         fast = self._fast
-        if fast.routing and fast.allowed:
-            fast.pending.append(self)
+        if fast.routing and fast.write_through_allowed:
+            fast.writes_due.append(self)
         else:
             self.wake()
 
     def _unpark(self) -> None:
         self._parked = False
         fast = self._fast
-        fast.idle -= 1
-        fast.armed = fast.allowed and fast.idle > 0
+        fast.idle_writers -= 1
+        fast.write_through_ready = fast.write_through_allowed and fast.idle_writers > 0
 
     def wake(self) -> None:
         """Wake the idle writer: the work is its (it is idle no more)."""
@@ -139,12 +140,12 @@ class RawOutput:
 
         As :meth:`write_now`, for a batch: up to ``WRITE_BATCH`` bytes of
         messages, stopping at a big frame or a command, which the writer takes (a
-        publisher's batches are corked instead and written by :meth:`flush`). Whatever the
+        publisher's batches are held back instead and written by :meth:`flush`). Whatever the
         kernel did not take stays queued, a message begun as the bytes still owed.
         """
         if self.actor.codec.closed:
             return False
-        self._fast.allowed = self._fast.armed = False
+        self._fast.write_through_allowed = self._fast.write_through_ready = False
         pipe = self._pipe
         transmit = pipe.encode_head(self.outbound.encode_messages)
         if not transmit.used:
@@ -161,15 +162,15 @@ class RawOutput:
             return False
         return self._pipe.sent(transmit, sent)
 
-    def corkable(self) -> bool:
+    def holdable(self) -> bool:
         """Does the queue begin with a published batch whose encoding this connection
-        shares (what a cork may hold back and :meth:`flush` write with others)?"""
+        shares (what may be held back, for :meth:`flush` to write with others)?"""
         head = self._pipe.peek()
         return self.outbound.share and head.__class__ is Fanout and head.run is not None
 
     @enable_ki_protection
     def flush(self) -> None:
-        """Write what a cork held back, the published batches queued whole with one
+        """Write what was held back, the published batches queued whole with one
         call (their shared encodings, one buffer each); the writer takes what the
         kernel does not, and whatever else is queued."""
         if not self._parked:
@@ -205,7 +206,7 @@ class RawOutput:
         if wire is None:
             return False
         fast = self._fast
-        fast.allowed = fast.armed = False
+        fast.write_through_allowed = fast.write_through_ready = False
         try:
             sent = self.raw.send(wire)
         except OSError:  # BlockingIOError included: the writer meets it again

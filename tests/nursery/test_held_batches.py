@@ -1,6 +1,6 @@
-"""Corks: a publisher's batches held back for idle connections, so that one system call
-writes several (FastPath.route_batch, Revival). Counted, never timed: each test says
-which rule took a cork off, with CORK_TIME out of reach where the time rule must not
+"""Held batches: a publisher's batches held back for idle connections, so that one system call
+writes several (FastPath.route_batch, IoWaitHook). Counted, never timed: each test says
+which rule released the held batches, with HOLD_TIME out of reach where the time rule must not
 act."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from zmtp.helpers import handshaken
 
 import trizmq
 from trizmq.nursery.fastpath import instrument
-from trizmq.nursery.fastpath.instrument import CORK_ITEMS
+from trizmq.nursery.fastpath.instrument import HOLD_ITEMS
 from trizmq.nursery.fastpath.trio_probe import anything_runnable
 from trizmq.nursery.fastpath.write_through import RawOutput
 from trizmq.nursery.pipe import Pipe
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.fastpath
 
 @pytest.fixture(autouse=True)
 def no_time_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cork waits an hour before the time rule takes it off (unless a test says)."""
-    monkeypatch.setattr(instrument, "CORK_TIME", 3600.0)
+    """Held batches wait an hour before the time rule releases them (unless a test says)."""
+    monkeypatch.setattr(instrument, "HOLD_TIME", 3600.0)
 
 
 @asynccontextmanager
@@ -67,7 +67,7 @@ async def receiving(sub: Any) -> AsyncIterator[list[list[bytes]]]:
 
 
 def count_flushes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes, in messages, of the queues the corks' flushes met."""
+    """The sizes, in messages, of the queues the releases' flushes met."""
     sizes: list[int] = []
     real = RawOutput._write_runs
 
@@ -82,7 +82,7 @@ def count_flushes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 async def test_batches_published_in_every_pass_share_a_write(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the publisher publishes every other pass: only CORK_ITEMS takes the corks off
+    # the publisher publishes every other pass: only HOLD_ITEMS releases the held batches
     # while it publishes
     flushes = count_flushes(monkeypatch)
     batches = 40
@@ -98,34 +98,34 @@ async def test_batches_published_in_every_pass_share_a_write(
             while len(got) < len(sent):
                 got += await sub.recv_many()
             assert got == sent
-    # one flush a connection per CORK_ITEMS messages, and the last ones as it went
+    # one flush a connection per HOLD_ITEMS messages, and the last ones as it went
     # idle, where a write a batch made 40
-    assert 2 * batches * 64 // CORK_ITEMS <= len(flushes) <= 2 * (batches * 64 // CORK_ITEMS + 1)
-    assert max(flushes) >= CORK_ITEMS
+    assert 2 * batches * 64 // HOLD_ITEMS <= len(flushes) <= 2 * (batches * 64 // HOLD_ITEMS + 1)
+    assert max(flushes) >= HOLD_ITEMS
 
 
-async def test_a_cork_comes_off_after_two_passes_without_publishing() -> None:
+async def test_held_batches_go_after_two_passes_without_publishing() -> None:
     # a publisher that publishes once while this task keeps the run loop busy (it
     # never waits for I/O): the subscriber gets the batch within a few passes of
     # the publisher going quiet. Two subscribers: a batch for one subscriber of
-    # everything is queued as plain messages and written at once, not corked.
+    # everything is queued as plain messages and written at once, not held back.
     async with publisher_and_subscribers(2) as (pub, (sub, _)):
         passes = 0
         async with receiving(sub) as received:
             await pub.send_many([[b"one"], [b"two"]])
             while not received:
                 passes += 1
-                assert passes < 1000, "the cork stayed on"
+                assert passes < 1000, "the batches stayed held"
                 await trio.sleep(0)
         assert received == [[b"one"], [b"two"]]
         assert passes < 10
 
 
-async def test_a_cork_comes_off_after_cork_time_while_publishing(
+async def test_held_batches_go_after_hold_time_while_publishing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # one message a batch, in every other pass, never CORK_ITEMS of them: once the
-    # cork is CORK_TIME old (made 0 here, where it was an hour), it comes off
+    # one message a batch, in every other pass, never HOLD_ITEMS of them: once the
+    # oldest held batch is HOLD_TIME old (made 0 here, where it was an hour), they go
     flushes = count_flushes(monkeypatch)
     async with publisher_and_subscribers(2) as (pub, (sub, _)):
         async with receiving(sub) as received:
@@ -134,20 +134,20 @@ async def test_a_cork_comes_off_after_cork_time_while_publishing(
                 await pub.send_many([[b"%d" % sent]])
                 sent += 1
                 await trio.sleep(0)
-            assert not received and not flushes  # corked all along
-            monkeypatch.setattr(instrument, "CORK_TIME", 0.0)
+            assert not received and not flushes  # held all along
+            monkeypatch.setattr(instrument, "HOLD_TIME", 0.0)
             while not received:
-                assert sent < CORK_ITEMS // 2, "the cork stayed on"
+                assert sent < HOLD_ITEMS // 2, "the batches stayed held"
                 await pub.send_many([[b"%d" % sent]])
                 sent += 1
                 await trio.sleep(0)
         assert received[0] == [b"0"]
-        assert flushes and flushes[0] < CORK_ITEMS
+        assert flushes and flushes[0] < HOLD_ITEMS
 
 
-async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
+async def test_a_socket_that_never_holds_installs_no_instrument() -> None:
     # trio calls an instrument's hook once every scheduler pass: a PUSH's batches,
-    # written at once, must not install the one corks use
+    # written at once, must not install the one holding uses
     ctx = zmq.Context()
     pull = ctx.socket(zmq.PULL)
     pull.rcvtimeo = 10_000  # the thread below is bounded too
@@ -159,7 +159,7 @@ async def test_a_socket_that_never_corks_installs_no_instrument() -> None:
             got = await trio.to_thread.run_sync(lambda: [pull.recv() for _ in range(640)])
             assert got == [b"x"] * 640
             with pytest.raises(LookupError):
-                instrument._REVIVAL.get()
+                instrument._IO_WAIT_HOOK.get()
     finally:
         pull.close(linger=0)
         ctx.term()
@@ -189,7 +189,7 @@ def _output_with_queue(room: int, *queued: Sequence[object]) -> tuple[RawOutput,
         output._pipe.extend(items)
     output.actor = SimpleNamespace(codec=codec)  # type: ignore[assignment]
     output.raw = raw = _Raw(room)  # type: ignore[assignment]
-    output._fast = SimpleNamespace(allowed=True, armed=True)  # type: ignore[assignment]
+    output._fast = SimpleNamespace(write_through_allowed=True, write_through_ready=True)  # type: ignore[assignment]
     return output, raw
 
 
@@ -263,33 +263,33 @@ async def test_anything_runnable_reads_trios_run_queue() -> None:
 async def test_the_loop_is_woken_only_when_a_task_waits_to_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # corks that came off with everything written woke nobody: the loop may sleep
+    # held batches released with everything written woke nobody: the loop may sleep
     # (a wake-up of its own cost a lone published message ~15 µs); a woken writer
     # must not wait for the sleep to end
-    revival = instrument.Revival()
+    hook = instrument.IoWaitHook()
     wakes: list[object] = []
-    revival._token = SimpleNamespace(  # type: ignore[assignment]
+    hook._token = SimpleNamespace(  # type: ignore[assignment]
         run_sync_soon=lambda fn, idempotent: wakes.append(fn)
     )
-    monkeypatch.setattr(instrument.Revival, "_uncork", lambda self, timeout: True)
+    monkeypatch.setattr(instrument.IoWaitHook, "_release_if_due", lambda self, timeout: True)
     async with trio.open_nursery() as nursery:
         task = await _rescheduled_sleeper(nursery)
-        revival.corked = [object()]  # type: ignore[list-item]
-        revival.before_io_wait(1.0)
+        hook.held = [object()]  # type: ignore[list-item]
+        hook.before_io_wait(1.0)
         assert wakes == []
         trio.lowlevel.reschedule(task)
-        revival.corked = [object()]  # type: ignore[list-item]
-        revival.before_io_wait(1.0)
+        hook.held = [object()]  # type: ignore[list-item]
+        hook.before_io_wait(1.0)
         assert wakes == [instrument._nothing]
-        revival.corked = [object()]  # type: ignore[list-item]
-        revival.before_io_wait(0.0)  # the loop does not sleep anyway
+        hook.held = [object()]  # type: ignore[list-item]
+        hook.before_io_wait(0.0)  # the loop does not sleep anyway
         assert wakes == [instrument._nothing]
 
 
-async def test_a_cork_never_holds_a_subscriber_into_its_mark() -> None:
-    # with sndhwm at 100 and batches of 40 in every other pass, corks held to
-    # CORK_ITEMS would fill the queues past the mark and drop messages two idle
-    # subscribers could take: a cork comes off once half the mark waits
+async def test_holding_never_keeps_a_subscriber_into_its_mark() -> None:
+    # with sndhwm at 100 and batches of 40 in every other pass, batches held to
+    # HOLD_ITEMS would fill the queues past the mark and drop messages two idle
+    # subscribers could take: held batches go once half the mark waits
     async with trizmq.XPub(bind="tcp://127.0.0.1:0", xpub_verbose=True, sndhwm=100) as pub:
         bound = pub.statistics()["bound"][0]
         async with (
@@ -313,8 +313,8 @@ async def test_a_cork_never_holds_a_subscriber_into_its_mark() -> None:
                     assert got == sent
 
 
-def test_a_corks_limit_is_half_a_lower_mark() -> None:
-    assert instrument.cork_limit(Pipe(0)) == CORK_ITEMS
-    assert instrument.cork_limit(Pipe(2 * CORK_ITEMS)) == CORK_ITEMS
-    assert instrument.cork_limit(Pipe(100)) == 50
-    assert instrument.cork_limit(Pipe(1)) == 1
+def test_the_hold_limit_is_half_a_lower_mark() -> None:
+    assert instrument.hold_limit(Pipe(0)) == HOLD_ITEMS
+    assert instrument.hold_limit(Pipe(2 * HOLD_ITEMS)) == HOLD_ITEMS
+    assert instrument.hold_limit(Pipe(100)) == 50
+    assert instrument.hold_limit(Pipe(1)) == 1
