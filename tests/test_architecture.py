@@ -137,6 +137,7 @@ LAYERS: list[tuple[str, list[tuple[str, list[str]]]]] = [
                     "trizmq._socket",
                     "trizmq._sending",
                     "trizmq._receiving",
+                    "trizmq._endpoints",
                     "trizmq._lifecycle",
                     "trizmq._socket_classes",
                     "trizmq._merge",

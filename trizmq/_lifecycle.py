@@ -1,4 +1,4 @@
-"""A socket's life: its options, its runtime in a nursery of its own, endpoints, close.
+"""A socket's life: its options, its runtime in a nursery of its own, monitors, close.
 
 Entering a socket opens its nursery, builds its runtime (``trizmq.nursery``) and
 applies ``bind=``/``connect=``; leaving it flushes for ``linger`` seconds and
@@ -18,7 +18,6 @@ from typing import Any, ClassVar, TypeVar
 import trio
 
 from . import _open_sockets
-from ._endpoint import Endpoint, parse_endpoint
 from ._monitor import Monitor, MonitorEvent
 from ._options import Options, changed_options, check_compression, validate_options
 from ._stats import SocketStats
@@ -311,79 +310,6 @@ class SocketLife:
                     "make a new one in this run"
                 )
         return trio.ClosedResourceError(f"{type(self).__name__} is closed")
-
-    def _require_runtime(self) -> SocketRuntime:
-        if self._closing:
-            raise self._closed_error()
-        if self._runtime is None:
-            raise RuntimeError(
-                f"enter the socket first: async with trizmq.{type(self).__name__}(...)"
-            )
-        return self._runtime
-
-    # -- endpoints -----------------------------------------------------------------------
-    async def bind(self, endpoint: str) -> str:
-        """Listen on ``endpoint``; return it with a wildcard or 0 port resolved.
-
-        Args:
-            endpoint: the endpoint to listen on (``tcp://``, ``ipc://``, ``inproc://``,
-                ...); a tcp port 0 lets the system pick one.
-
-        Returns:
-            The endpoint bound, with its wildcard or 0 port resolved.
-
-        Raises:
-            trizmq.EndpointError: for a malformed or unsupported endpoint, or a tcp host
-                name that does not resolve.
-            trizmq.ZMQOSError: when the system refuses the bind (address in use).
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
-        """
-        parsed = parse_endpoint(endpoint, for_bind=True)
-        return await self._require_runtime().bind(parsed)
-
-    async def unbind(self, endpoint: str) -> None:
-        """Stop listening on an endpoint returned by ``bind()``.
-
-        Args:
-            endpoint: the endpoint as ``bind()`` returned it.
-
-        Raises:
-            trizmq.ZMQOSError: for an endpoint that is not bound (errno ``ENOENT``).
-            trizmq.EndpointError: for a malformed endpoint.
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
-        """
-        await self._require_runtime().unbind(str(parse_endpoint(endpoint, for_bind=True)))
-
-    async def connect(self, endpoint: str) -> None:
-        """Connect in the background (before or after the peer binds); returns at once.
-
-        Args:
-            endpoint: the endpoint to connect to, listening or not yet.
-
-        Raises:
-            trizmq.EndpointError: for a malformed or unsupported endpoint.
-            trizmq.ZMQOSError: for an endpoint already connected (errno ``EISCONN``).
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
-        """
-        parsed: Endpoint = parse_endpoint(endpoint, for_bind=False)
-        await self._require_runtime().connect(parsed)
-
-    async def disconnect(self, endpoint: str) -> None:
-        """Stop connecting to ``endpoint``, dropping its queued messages.
-
-        Args:
-            endpoint: an endpoint given to ``connect()``.
-
-        Raises:
-            trizmq.ZMQOSError: for an endpoint that is not connected (errno ``ENOENT``).
-            trizmq.EndpointError: for a malformed endpoint.
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
-        """
-        await self._require_runtime().disconnect(str(parse_endpoint(endpoint, for_bind=False)))
 
     # -- monitoring -----------------------------------------------------------------------
     def monitor(self, capacity: int = 1000) -> Monitor:

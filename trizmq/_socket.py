@@ -1,7 +1,8 @@
 """The public socket: every socket type's base, its sends and receives and its life.
 
-:class:`Socket` is three halves, a file each: its life (``trizmq._lifecycle``:
-options, entering and closing, endpoints, monitors, statistics), its sends
+:class:`Socket` is four parts, a file each: its life (``trizmq._lifecycle``:
+options, entering and closing, monitors, statistics), its endpoints
+(``trizmq._endpoints``: bind, connect and their undoing), its sends
 (``trizmq._sending``) and its receives (``trizmq._receiving``). Routing is the
 socket type's strategy (``trizmq.patterns.sockets``): none of them routes.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._endpoints import Endpoints
 from ._lifecycle import SocketLife
 from ._receiving import Receiving
 from ._sending import Sending
@@ -24,7 +26,7 @@ from ._sending import Sending
 __all__ = ["Socket"]
 
 
-class Socket(Sending, Receiving, SocketLife):
+class Socket(Sending, Receiving, Endpoints, SocketLife):
     """Base class of every socket type; use a subclass such as :class:`trizmq.Push`.
 
     ``trizmq.Socket()`` itself makes no socket (``TypeError``). A socket is an async
