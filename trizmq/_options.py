@@ -115,30 +115,40 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
-def _routing_id(name: str, value: object) -> bytes | None:
+def _bytes_sized(name: str, value: object, what: str, most: int) -> bytes | None:
+    """``value`` as bytes of 1 to ``most`` bytes, or None; ``what`` says what it is."""
     if value is None:
         return None
     if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise ValueError(f"{name} must be bytes of length 1-255, not {value!r}")
-    rid = bytes(value)
-    if not 1 <= len(rid) <= 255:
-        raise ValueError(f"{name} must be 1-255 bytes long, not {len(rid)}")
-    return rid
+        raise ValueError(f"{name} must be {what} of length 1-{most}, or None, not {value!r}")
+    data = bytes(value)
+    if not 1 <= len(data) <= most:
+        raise ValueError(f"{name} must be 1-{most} bytes long, not {len(data)}")
+    return data
+
+
+def _routing_id(name: str, value: object) -> bytes | None:
+    return _bytes_sized(name, value, "bytes", 255)
+
+
+def _one_or_many(
+    name: str, value: object, single: tuple[type, ...], what: str, error: type[ValueError]
+) -> list[object]:
+    """``value`` as a list: none for None, itself alone where it is one of ``single``,
+    else its items; ``error`` saying the option takes ``what`` for anything else."""
+    if value is None:
+        return []
+    if isinstance(value, single):
+        return [value]
+    try:
+        return list(cast("Iterable[object]", value))
+    except TypeError:
+        raise error(f"{name} takes {what}, not {value!r}") from None
 
 
 def _endpoints(name: str, value: object) -> tuple[Endpoint, ...]:
-    if value is None:
-        return ()
-    items: list[object]
-    if isinstance(value, (str, bytes)):
-        items = [value]
-    else:
-        try:
-            items = list(cast("Iterable[object]", value))
-        except TypeError:
-            raise EndpointError(
-                f"{name} takes an endpoint string or an iterable of them, not {value!r}"
-            ) from None
+    what = "an endpoint string or an iterable of them"
+    items = _one_or_many(name, value, (str, bytes), what, EndpointError)
     endpoints = []
     for item in items:
         try:
@@ -149,18 +159,8 @@ def _endpoints(name: str, value: object) -> tuple[Endpoint, ...]:
 
 
 def _topics(name: str, value: object) -> tuple[bytes, ...]:
-    if value is None:
-        return ()
-    items: list[object]
-    if isinstance(value, (str, bytes, bytearray, memoryview)):
-        items = [value]
-    else:
-        try:
-            items = list(cast("Iterable[object]", value))
-        except TypeError:
-            raise ValueError(
-                f"{name} takes a bytes or str topic or an iterable of them, not {value!r}"
-            ) from None
+    what = "a bytes or str topic or an iterable of them"
+    items = _one_or_many(name, value, (str, bytes, bytearray, memoryview), what, ValueError)
     out = []
     for item in items:
         if isinstance(item, str):
@@ -233,16 +233,7 @@ def _compression_level(name: str, value: object) -> int | None:
 
 
 def _compression_dict(name: str, value: object) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise ValueError(f"{name} must be bytes (a dictionary) or None, not {value!r}")
-    data = bytes(value)
-    if not 1 <= len(data) <= MAX_COMPRESSION_DICT:
-        raise ValueError(
-            f"{name} must be 1 to {MAX_COMPRESSION_DICT} bytes long, not {len(data)}"
-        )
-    return data
+    return _bytes_sized(name, value, "bytes (a dictionary)", MAX_COMPRESSION_DICT)
 
 
 def _count(name: str, value: object) -> int:

@@ -186,9 +186,13 @@ class SocketStrategy:
     #: True when one-at-a-time sends may be gathered for the runtime to route as one
     #: batch (a publisher's: see PubStrategy); the runtime then sets :attr:`gather`
     gathers: ClassVar[bool] = False
-    #: option -> the attribute where this strategy keeps its value: what
-    #: :meth:`reconfigure` refreshes when the option changes at run time
+    #: option -> the attribute where this strategy keeps its value: set from the
+    #: options when the strategy is made, and refreshed by :meth:`reconfigure` when
+    #: the option changes at run time (each stated here once, beside its type)
     OPTION_FIELDS: ClassVar[dict[str, str]] = {"hello_msg": "hello"}
+    #: hello_msg (libzmq's draft ZMQ_HELLO_MSG; None where the type has none): the
+    #: message every new connection gets first
+    hello: bytes | None = None
 
     def __init__(
         self,
@@ -197,9 +201,8 @@ class SocketStrategy:
         writable: Wake,
     ) -> None:
         self.options = options
-        #: hello_msg (libzmq's draft ZMQ_HELLO_MSG; None where the type has none): the
-        #: message every new connection gets first
-        self.hello = options.hello_msg
+        for option, field in self.OPTION_FIELDS.items():
+            setattr(self, field, getattr(options, option))
         #: messages sent to a routing id no peer has (ROUTER, SERVER, PEER, STREAM)
         self.no_route = 0
         #: messages sent to no peer by the pattern's rules (a PUB's message that no
@@ -330,11 +333,7 @@ class SocketStrategy:
         """:meth:`recv`, but a one-frame message queued as its ``bytes`` comes as they
         are: the single-frame receive's form, which takes the frame out anyway."""
         inbound = self.inbound
-        poll = inbound.poll
-        while True:
-            item = poll()
-            if item is None:
-                return None
+        for item in iter(inbound.poll, None):
             cls = item.__class__
             if cls is bytes:
                 if self.accepts_all or self.accept(inbound.source, [item]):  # type: ignore[list-item]
@@ -344,6 +343,7 @@ class SocketStrategy:
                 if self.accepts_all or self.accept(inbound.source, item):  # type: ignore[arg-type]
                     return item  # type: ignore[return-value]
                 self.discard(inbound.source, item)
+        return None
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Append messages to ``batch`` while it is shorter than ``limit``, as calls

@@ -150,12 +150,12 @@ class ServerStrategy(SocketStrategy):
         **SocketStrategy.OPTION_FIELDS,
         "disconnect_msg": "farewell",
     }
+    #: disconnect_msg: received, with the peer's routing id, when a connected peer
+    #: goes (libzmq's draft option)
+    farewell: bytes | None
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
-        #: disconnect_msg: received, with the peer's routing id, when a connected peer
-        #: goes (libzmq's draft option)
-        self.farewell = options.disconnect_msg
         #: messages made here for the application (disconnect_msg), read first
         self.local: deque[Message] = deque()
         #: peers a connection carries now (each owed one disconnect_msg)
@@ -243,11 +243,7 @@ class ServerStrategy(SocketStrategy):
         if self.local:
             return self.local.popleft()
         inbound = self.inbound
-        poll = inbound.poll
-        while True:
-            item = poll()
-            if item is None:
-                return None
+        for item in iter(inbound.poll, None):
             peer = inbound.source
             rid = self.ids.get(peer)
             if peer not in inbound and rid is not None and self.routes.get(rid) is not peer:
@@ -261,6 +257,7 @@ class ServerStrategy(SocketStrategy):
                 self.discard(peer, item)
                 continue
             return [rid.to_bytes(4, "big"), item[0]]
+        return None
 
     def statistics(self) -> dict[str, int]:
         return {"peers": len(self.inbound), "routes": len(self.routes), "dropped": self.dropped}

@@ -108,6 +108,10 @@ class PubStrategy(SocketStrategy):
         "max_subscriptions_total": "_max_total",
         "max_subscription_bytes": "_max_bytes",
     }
+    #: the bounds of what is kept of the peers' subscriptions (see the module docstring)
+    _max_per_peer: int
+    _max_total: int
+    _max_bytes: int
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
@@ -116,9 +120,6 @@ class PubStrategy(SocketStrategy):
         #: subscriptions refused by the bounds, and the peers told so in the log
         self.refused = 0
         self._warned: set[PeerLike] = set()
-        self._max_per_peer = options.max_subscriptions
-        self._max_total = options.max_subscriptions_total
-        self._max_bytes = options.max_subscription_bytes
         # the routing cache (see the class docstring), valid for ``_version``
         self._version = -1
         self._uniform = False
@@ -445,16 +446,20 @@ class XPubStrategy(PubStrategy):
         "xpub_manual": "manual",
         "xpub_welcome_msg": "welcome",
     }
+    #: xpub_verbose: every subscription is reported, not only a topic's first
+    verbose: bool
+    #: xpub_manual: subscriptions go to the application only, which applies them with
+    #: :meth:`apply_manual` to the peer that sent the last one
+    manual: bool
+    #: xpub_welcome_msg: sent to every new subscriber as it connects
+    welcome: bytes | None
+    #: rcvhwm bounds the application queue: past it, items wait in their peers'
+    #: pipes, whose readers then stop (back-pressure to the XSUB)
+    hwm: int
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
-        self.verbose = options.xpub_verbose
-        #: xpub_manual: subscriptions go to the application only, which applies them
-        #: with :meth:`apply_manual` to the peer that sent the last one
-        self.manual = options.xpub_manual
         self.last_subscriber: PeerLike | None = None
-        #: xpub_welcome_msg: sent to every new subscriber as it connects
-        self.welcome = options.xpub_welcome_msg
         self.pending: deque[Message] = deque()
         #: per item of :attr:`pending`, True for a peer's message, False for a
         #: subscription notification (the counts tell them apart, nothing else does)
@@ -465,9 +470,6 @@ class XPubStrategy(PubStrategy):
         #: own, counted as the application takes it
         self.peer_messages_waiting = self.peer_bytes_waiting = 0
         self.notices_taken = self.notice_bytes_taken = 0
-        #: the application queue is bounded by rcvhwm: past it, items wait in their
-        #: peers' pipes, whose readers then stop (back-pressure to the XSUB)
-        self.hwm = options.rcvhwm
 
     def backlogged(self) -> bool:
         return bool(self.hwm) and len(self.pending) >= self.hwm

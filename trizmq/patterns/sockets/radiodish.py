@@ -94,6 +94,9 @@ class RadioStrategy(SocketStrategy):
         "max_subscriptions": "_max_per_peer",
         "max_subscriptions_total": "_max_total",
     }
+    #: the bounds of the groups kept: per peer, and for all peers together
+    _max_per_peer: int
+    _max_total: int
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
@@ -109,8 +112,6 @@ class RadioStrategy(SocketStrategy):
         self.joins = 0
         self.refused = 0
         self._warned: set[PeerLike] = set()
-        self._max_per_peer = options.max_subscriptions
-        self._max_total = options.max_subscriptions_total
 
     def attach(self, peer: PeerLike) -> bool:
         if is_datagram(peer):

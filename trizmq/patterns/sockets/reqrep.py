@@ -68,10 +68,8 @@ class DealerStrategy(RoundRobinOut):
         **SocketStrategy.OPTION_FIELDS,
         "probe_router": "probe",
     }
-
-    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
-        super().__init__(options, readable, writable)
-        self.probe = options.probe_router
+    #: probe_router: an empty message to every new connection
+    probe: bool
 
     def connected(self, peer: PeerLike) -> None:
         if self.probe:
@@ -88,11 +86,13 @@ class ReqStrategy(DealerStrategy):
         "req_correlate": "correlate",
         "req_relaxed": "relaxed",
     }
+    #: req_correlate: replies matched to requests by a request id
+    correlate: bool
+    #: req_relaxed: a new request may go before the reply came
+    relaxed: bool
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
-        self.correlate = options.req_correlate
-        self.relaxed = options.req_relaxed
         #: the peer the pending request went to; None when no reply is awaited
         self.asked: PeerLike | None = None
         self.request_id = _IDS.getrandbits(32)
@@ -115,11 +115,7 @@ class ReqStrategy(DealerStrategy):
         if self.asked is None:
             raise StateError("REQ must send a request before it receives")
         inbound = self.inbound
-        poll = inbound.poll
-        while True:
-            item = poll()
-            if item is None:
-                return None
+        for item in iter(inbound.poll, None):
             if inbound.source is not self.asked or item.__class__ is not list:
                 # a reply from a peer we did not ask: drop it
                 self.discard(inbound.source, item)
@@ -129,6 +125,7 @@ class ReqStrategy(DealerStrategy):
                 self.asked = None
                 return body
             self.discard(inbound.source, item)  # malformed, or stale
+        return None
 
     def unwrap(self, msg: Message) -> Message | None:
         """The reply's body, or None for a malformed or stale reply."""
@@ -156,11 +153,7 @@ class RepStrategy(SocketStrategy):
         if self.pending is not None:
             raise StateError("REP must send the reply before it receives another request")
         inbound = self.inbound
-        poll = inbound.poll
-        while True:
-            item = poll()
-            if item is None:
-                return None
+        for item in iter(inbound.poll, None):
             if item.__class__ is not list:
                 self.discard(inbound.source, item)
                 continue
@@ -176,6 +169,7 @@ class RepStrategy(SocketStrategy):
                 continue
             self.pending = (inbound.source, msg[:split])
             return msg[split:]
+        return None
 
     def send(self, msg: Message) -> bool:
         if self.pending is None:
@@ -199,15 +193,17 @@ class RouterStrategy(SocketStrategy):
         **SocketStrategy.OPTION_FIELDS,
         "disconnect_msg": "farewell",
     }
+    #: router_mandatory: an unknown routing id raises; router_handover: a new peer
+    #: takes a known id over; probe_router: an empty message to each new connection
+    mandatory: bool
+    handover: bool
+    probe: bool
+    #: disconnect_msg: received as [routing id, message] when a connected peer goes
+    #: (libzmq's draft option)
+    farewell: bytes | None
 
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
-        self.mandatory = options.router_mandatory
-        self.handover = options.router_handover
-        self.probe = options.probe_router
-        #: disconnect_msg: received as [routing id, message] when a connected peer goes
-        #: (libzmq's draft option)
-        self.farewell = options.disconnect_msg
         #: messages made here for the application (disconnect_msg), read first
         self.local: deque[Message] = deque()
         self.routes: dict[bytes, PeerLike] = {}
@@ -298,11 +294,7 @@ class RouterStrategy(SocketStrategy):
         if self.local:
             return self.local.popleft()
         inbound = self.inbound
-        poll = inbound.poll
-        while True:
-            item = poll()
-            if item is None:
-                return None
+        for item in iter(inbound.poll, None):
             rid = inbound.source.routing_id
             if rid is None:
                 # an unrouted peer's (its id was taken, or it reconnected since)
@@ -312,6 +304,7 @@ class RouterStrategy(SocketStrategy):
                 return [rid, item]
             if item.__class__ is list:
                 return [rid, *item]
+        return None
 
     def recv_into(self, batch: list[Message], limit: int) -> None:
         """Messages taken in per-peer slices, each with its peer's routing id first."""
