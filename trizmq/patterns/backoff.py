@@ -63,9 +63,7 @@ class Backoff:
         """Seconds to wait after an attempt that ended with ``outcome``."""
         ivl, cap = self._ivl, self._cap
         if outcome is Outcome.REFUSED:
-            self._refused = min(
-                max(REFUSED_MIN, ivl, self._refused * 2), max(REFUSED_MAX, cap)
-            )
+            self._refused = min(max(REFUSED_MIN, ivl, self._refused * 2), max(REFUSED_MAX, cap))
             return self._refused * self._jitter(1.0, 1.1)
         if outcome is Outcome.DONE:
             self._delay, self._refused = ivl, 0.0

@@ -410,3 +410,54 @@ class SocketStrategy:
         """What the socket's figures add for the strategy's own queue (an XPUB's):
         messages received, their payload bytes, and messages waiting in it."""
         return 0, 0, 0
+
+
+class AnnouncingStrategy(SocketStrategy):
+    """Input filtered by a set the socket keeps and announces to its peers as commands
+    (XSUB's and SUB's subscriptions, DISH's groups).
+
+    Rules: every command of the set (:meth:`announced`) goes to a peer as it connects,
+    and each change to every connected peer (:meth:`upstream`), never dropped; a
+    peer's queued commands are dropped when it disconnects, as the whole set is
+    replayed when it comes back, and its queued messages kept. A peer that carries no
+    commands (:meth:`takes_commands`: a udp:// pseudo-peer of DISH) gets none.
+    """
+
+    def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
+        super().__init__(options, readable, writable)
+        #: every peer attached, connected or not, in attach order
+        self.peers: list[PeerLike] = []
+
+    def announced(self) -> Iterable[object]:
+        """The commands that state the whole set, in the order it was built."""
+        raise NotImplementedError
+
+    def takes_commands(self, peer: PeerLike) -> bool:
+        """Whether ``peer`` is told of the set (True unless a subclass says not)."""
+        return True
+
+    def attach(self, peer: PeerLike) -> bool:
+        self.peers.append(peer)
+        return super().attach(peer)
+
+    def detach(self, peer: PeerLike) -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+        super().detach(peer)
+
+    def connected(self, peer: PeerLike) -> None:
+        if self.takes_commands(peer):
+            for command in self.announced():
+                peer.out_pipe.put(command)
+
+    def disconnected(self, peer: PeerLike) -> None:
+        pipe = peer.out_pipe
+        kept = [item for item in pipe.drain() if item.__class__ is list]
+        if kept:
+            pipe.extend(kept)
+
+    def upstream(self, command: object) -> None:
+        """Send one change of the set to every connected peer that takes commands."""
+        for peer in self.peers:
+            if peer.connected and self.takes_commands(peer):
+                peer.out_pipe.put(command)

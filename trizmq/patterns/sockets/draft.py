@@ -63,6 +63,7 @@ __all__ = [
     "PeerStrategy",
     "ScatterStrategy",
     "ServerStrategy",
+    "SinglePart",
     "check_single_part",
     "pack_routing_id",
     "unpack_routing_id",
@@ -93,10 +94,10 @@ def unpack_routing_id(frame: bytes) -> int:
     return int.from_bytes(frame, "big")
 
 
-class ClientStrategy(RoundRobinOut):
-    """Round-robin out, fair-queue in, single-part."""
-
-    socket_type = "CLIENT"
+class SinglePart(SocketStrategy):
+    """The family's rule, mixed in before the strategy that routes: a send of more
+    than one frame raises (:func:`check_single_part`), and a multipart message from a
+    peer is not accepted (it is discarded whole)."""
 
     def send(self, msg: Message) -> bool:
         check_single_part(msg, self.socket_type)
@@ -104,6 +105,12 @@ class ClientStrategy(RoundRobinOut):
 
     def accept(self, peer: PeerLike, msg: Message) -> bool:
         return len(msg) == 1
+
+
+class ClientStrategy(SinglePart, RoundRobinOut):
+    """Round-robin out, fair-queue in, single-part."""
+
+    socket_type = "CLIENT"
 
 
 class ScatterStrategy(ClientStrategy):
@@ -116,29 +123,16 @@ class ScatterStrategy(ClientStrategy):
         raise NotImplementedError
 
 
-class GatherStrategy(SocketStrategy):
-    """Fair-queue in, single-part; no output."""
+class GatherStrategy(SinglePart):
+    """Fair-queue in, single-part; no output (its send is the base's, which raises)."""
 
     socket_type = "GATHER"
 
-    def accept(self, peer: PeerLike, msg: Message) -> bool:
-        return len(msg) == 1
 
-    def send(self, msg: Message) -> bool:
-        raise NotImplementedError
-
-
-class ChannelStrategy(PairStrategy):
+class ChannelStrategy(SinglePart, PairStrategy):
     """One exclusive peer, single-part, both ways (a thread-safe PAIR)."""
 
     socket_type = "CHANNEL"
-
-    def send(self, msg: Message) -> bool:
-        check_single_part(msg, self.socket_type)
-        return super().send(msg)
-
-    def accept(self, peer: PeerLike, msg: Message) -> bool:
-        return len(msg) == 1
 
 
 class ServerStrategy(SocketStrategy):

@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Cancel, Subscribe, SubscriptionRefused
 from ...zmtp.queue_items import Fanout, FanoutRun
 from ..subscription_messages import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
-from .base import Message, PeerLike, Queue, SocketStrategy, Wake
+from .base import AnnouncingStrategy, Message, PeerLike, Queue, SocketStrategy, Wake
 from .socket_type import SocketType
 
 if TYPE_CHECKING:
@@ -546,7 +546,7 @@ class XPubStrategy(PubStrategy):
         return msg
 
 
-class XSubStrategy(SocketStrategy):
+class XSubStrategy(AnnouncingStrategy):
     """Fair-queued input filtered by subscriptions; subscriptions sent as messages."""
 
     socket_type = "XSUB"
@@ -555,26 +555,9 @@ class XSubStrategy(SocketStrategy):
     def __init__(self, options: Options, readable: Wake, writable: Wake) -> None:
         super().__init__(options, readable, writable)
         self.subscriptions = SubscriptionTrie()
-        self.peers: list[PeerLike] = []
 
-    def attach(self, peer: PeerLike) -> bool:
-        self.peers.append(peer)
-        return super().attach(peer)
-
-    def detach(self, peer: PeerLike) -> None:
-        if peer in self.peers:
-            self.peers.remove(peer)
-        super().detach(peer)
-
-    def connected(self, peer: PeerLike) -> None:
-        for topic in self.subscriptions:
-            peer.out_pipe.put(Subscribe(topic))
-
-    def disconnected(self, peer: PeerLike) -> None:
-        # drop queued commands: the whole set is replayed on reconnect
-        pipe = peer.out_pipe
-        kept = [item for item in pipe.drain() if item.__class__ is list]
-        pipe.extend(kept)
+    def announced(self) -> Iterator[Subscribe]:
+        return (Subscribe(topic) for topic in self.subscriptions)
 
     def subscribe(self, topic: bytes) -> None:
         """Add one (counted) subscription and tell every connected peer."""
@@ -589,12 +572,6 @@ class XSubStrategy(SocketStrategy):
             self.accepts_all = b"" in self.subscriptions
             self.shortcut_recv()
             self.upstream(Cancel(topic))
-
-    def upstream(self, command: Subscribe | Cancel) -> None:
-        """Send a subscription command to every connected peer (never dropped)."""
-        for peer in self.peers:
-            if peer.connected:
-                peer.out_pipe.put(command)
 
     def send(self, msg: Message) -> bool:
         parsed = parse_subscription_message(msg[0]) if len(msg) == 1 else None

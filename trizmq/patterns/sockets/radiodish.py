@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Join, Leave
-from .base import Message, PeerLike, SocketStrategy, Wake
+from .base import AnnouncingStrategy, Message, PeerLike, SocketStrategy, Wake
 from .socket_type import SocketType
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class RadioStrategy(SocketStrategy):
         }
 
 
-class DishStrategy(SocketStrategy):
+class DishStrategy(AnnouncingStrategy):
     """Fair-queued ``[group, body]`` messages filtered by the joined groups."""
 
     socket_type = "DISH"
@@ -253,29 +254,12 @@ class DishStrategy(SocketStrategy):
         super().__init__(options, readable, writable)
         #: joined groups, in join order (the replay order)
         self.groups: dict[bytes, None] = {}
-        self.peers: list[PeerLike] = []
 
-    def attach(self, peer: PeerLike) -> bool:
-        self.peers.append(peer)
-        return super().attach(peer)
+    def announced(self) -> Iterator[Join]:
+        return (Join(group) for group in self.groups)
 
-    def detach(self, peer: PeerLike) -> None:
-        if peer in self.peers:
-            self.peers.remove(peer)
-        super().detach(peer)
-
-    def connected(self, peer: PeerLike) -> None:
-        if is_datagram(peer):
-            return
-        for group in self.groups:
-            peer.out_pipe.put(Join(group))
-
-    def disconnected(self, peer: PeerLike) -> None:
-        # drop queued commands: the whole set is replayed on reconnect
-        pipe = peer.out_pipe
-        kept = [item for item in pipe.drain() if item.__class__ is list]
-        if kept:
-            pipe.extend(kept)
+    def takes_commands(self, peer: PeerLike) -> bool:
+        return not is_datagram(peer)
 
     def join(self, group: bytes | bytearray | memoryview | str) -> None:
         """Join ``group``; ValueError if it is invalid or already joined (libzmq: EINVAL)."""
@@ -292,12 +276,6 @@ class DishStrategy(SocketStrategy):
             raise ValueError(f"group {group!r} is not joined")
         del self.groups[group]
         self.upstream(Leave(group))
-
-    def upstream(self, command: Join | Leave) -> None:
-        """Send a JOIN/LEAVE to every connected ZMTP peer (never dropped)."""
-        for peer in self.peers:
-            if peer.connected and not is_datagram(peer):
-                peer.out_pipe.put(command)
 
     def send(self, msg: Message) -> bool:
         raise NotImplementedError
