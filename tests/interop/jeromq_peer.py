@@ -78,8 +78,19 @@ def compiled_peer() -> Path:
 class JeromqPeer(NodePeer):
     """A running Peer.java: its JSON output lines, its stderr and its exit code."""
 
+    #: set once the test is done with the peer: its exit, or its kill, is expected
+    closing = False
+
     def __repr__(self) -> str:
         return f"<jeromq Peer.java {' '.join(self.args)}>"
+
+    async def _fail_on_error_exit(self) -> None:
+        code = await self.wait()
+        if code != 0 and not self.closing:
+            raise AssertionError(
+                f"{self!r} exited {code} before the test was done: "
+                f"{self.stderr.decode(errors='replace')}"
+            )
 
     async def done(self) -> None:
         """Expect ``{"done": true}`` and a clean exit; a ``--forever`` sender is told to
@@ -100,9 +111,15 @@ class JeromqPeer(NodePeer):
 
 @asynccontextmanager
 async def jeromq_peer(
-    classes: Path, *args: str, timeout_ms: int = 15000
+    classes: Path, *args: str, timeout_ms: int = 40000
 ) -> AsyncIterator[JeromqPeer]:
-    """Run ``java Peer ARGS --timeout TIMEOUT_MS``; kill it on exit if still running."""
+    """Run ``java Peer ARGS --timeout TIMEOUT_MS``; kill it on exit if still running.
+
+    A peer that exits with an error before the test is done (its ``--timeout`` run
+    out, an exception) fails the test at once, with its stderr, instead of leaving
+    the test to wait on trizmq for a message that will never come. TIMEOUT_MS is
+    generous (a JVM shares two loaded cores with Spark's and two suites in ``make
+    test``) and under the tests' own 60 s bound."""
     assert JAVA is not None
     full = (*args, "--timeout", str(timeout_ms))
     process = await trio.lowlevel.open_process(
@@ -116,13 +133,16 @@ async def jeromq_peer(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(peer._read_stderr)
+            nursery.start_soon(peer._fail_on_error_exit)
             try:
                 yield peer
             finally:
+                peer.closing = True
                 with trio.CancelScope(shield=True):
                     if process.returncode is None:
                         process.kill()
                     await process.wait()
+                nursery.cancel_scope.cancel()
     finally:
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
