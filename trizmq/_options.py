@@ -264,6 +264,9 @@ class TypeOptions(Protocol):
         ...
 
 
+#: a switch that only the socket types listing it take, off unless set
+_TYPE_SWITCH = OptionSpec(False, _flag, per_type=True)
+
 OPTIONS: dict[str, OptionSpec] = {
     "bind": OptionSpec((), _endpoints),
     "connect": OptionSpec((), _endpoints),
@@ -287,7 +290,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "greeting_ivl": OptionSpec(5.0, _positive_or_none),
     "ssl_context": OptionSpec(None, _ssl_context),
     "connect_timeout": OptionSpec(None, _positive_or_none),
-    "conflate": OptionSpec(False, _flag, per_type=True),
+    "conflate": _TYPE_SWITCH,
     "tcp_keepalive": OptionSpec(None, _flag_or_none),
     "tcp_keepalive_idle": OptionSpec(None, _positive_or_none),
     "tcp_keepalive_intvl": OptionSpec(None, _positive_or_none),
@@ -295,19 +298,19 @@ OPTIONS: dict[str, OptionSpec] = {
     "sndbuf": OptionSpec(None, _count_or_none),
     "rcvbuf": OptionSpec(None, _count_or_none),
     "subscribe": OptionSpec((), _topics, per_type=True),
-    "router_mandatory": OptionSpec(False, _flag, per_type=True),
-    "router_handover": OptionSpec(False, _flag, per_type=True),
-    "xpub_verbose": OptionSpec(False, _flag, per_type=True),
-    "xpub_manual": OptionSpec(False, _flag, per_type=True),
+    "router_mandatory": _TYPE_SWITCH,
+    "router_handover": _TYPE_SWITCH,
+    "xpub_verbose": _TYPE_SWITCH,
+    "xpub_manual": _TYPE_SWITCH,
     "xpub_welcome_msg": OptionSpec(None, _message_or_none, per_type=True),
     "max_subscriptions": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS, _count, per_type=True),
     "max_subscriptions_total": OptionSpec(DEFAULT_MAX_SUBSCRIPTIONS_TOTAL, _count, per_type=True),
     "max_subscription_bytes": OptionSpec(DEFAULT_MAX_SUBSCRIPTION_BYTES, _count, per_type=True),
-    "probe_router": OptionSpec(False, _flag, per_type=True),
+    "probe_router": _TYPE_SWITCH,
     "hello_msg": OptionSpec(None, _message_or_none, per_type=True),
     "disconnect_msg": OptionSpec(None, _message_or_none, per_type=True),
-    "req_correlate": OptionSpec(False, _flag, per_type=True),
-    "req_relaxed": OptionSpec(False, _flag, per_type=True),
+    "req_correlate": _TYPE_SWITCH,
+    "req_relaxed": _TYPE_SWITCH,
     "compression_level": OptionSpec(None, _compression_level),
     "compression_dict": OptionSpec(None, _compression_dict),
     "compression_auto_train": OptionSpec(False, _flag),

@@ -24,6 +24,8 @@ import ipaddress
 import logging
 import socket as _stdlib_socket
 import struct
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Generic, cast
 
 import trio
@@ -180,6 +182,20 @@ class _UdpBinding(Generic[PeerT]):
     def holds(self, peer: PeerT) -> bool:
         return peer is self.peer
 
+    async def start(self, serve: Callable[[], Awaitable[None]]) -> None:
+        """Put the peer up and run ``serve``, the endpoint's one task, in the socket's
+        nursery, under the cancel scope that :meth:`aclose` cancels."""
+        self.host.attach(self.peer)
+        self.host.link_up(self.peer, "", b"")
+
+        @enable_ki_protection
+        async def run(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+            with trio.CancelScope() as scope:
+                task_status.started(scope)
+                await serve()
+
+        self.scope = await self.host.run_task(run)
+
     async def aclose(self) -> None:
         """Stop serving the endpoint; its peer leaves."""
         if self.scope is not None:
@@ -230,13 +246,7 @@ class UdpTransport:
             raise
         peer = host.new_link_peer(receiver.endpoint, in_hwm=host.options.rcvhwm, datagram=True)
         binding = _UdpBinding(receiver.endpoint, host, peer, receiver)
-        host.attach(peer)
-        host.link_up(peer, "", b"")
-
-        async def receive(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
-            await _receive_datagrams(receiver, peer, host, task_status)
-
-        binding.scope = await host.run_task(receive)
+        await binding.start(partial(_receive_datagrams, receiver, peer, host))
         host.emit(monitor.Listening(receiver.endpoint))
         return binding
 
@@ -247,83 +257,63 @@ class UdpTransport:
         sender = await open_sender(endpoint)
         peer = host.new_link_peer(key, out_hwm=host.options.sndhwm, datagram=True)
         binding = _UdpBinding(key, host, peer, sender)
-        host.attach(peer)
-        host.link_up(peer, "", b"")
-
-        async def send(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
-            await _send_datagrams(sender, peer, host, task_status)
-
-        binding.scope = await host.run_task(send)
+        await binding.start(partial(_send_datagrams, sender, peer, host))
         return binding
 
 
 @enable_ki_protection
-async def _receive_datagrams(
-    receiver: UdpReceiver,
-    peer: PeerT,
-    host: LinkHost[PeerT],
-    task_status: trio.TaskStatus[trio.CancelScope],
-) -> None:
+async def _receive_datagrams(receiver: UdpReceiver, peer: PeerT, host: LinkHost[PeerT]) -> None:
     """Decode datagrams into ``[group, body]``; drop (and count) bad ones, never raise."""
     pipe = peer.in_pipe
-    with trio.CancelScope() as scope:
-        task_status.started(scope)
-        while True:
-            try:
-                data = await receiver.receive()
-            except (OSError, trio.ClosedResourceError) as exc:
-                log.debug("%s: udp receive failed: %s", receiver.endpoint, exc)
-                return
-            try:
-                group, body = decode_datagram(data)
-            except ProtocolError as exc:
-                host.count("datagrams_malformed")
-                log.debug("%s: dropped a malformed datagram: %s", receiver.endpoint, exc)
-                continue
-            if pipe.full:
-                host.count("datagrams_dropped")
-                pipe.note("hwm")  # nothing pushes back on a datagram: dropped
-                continue
-            pipe.put_counted([group, body], len(group) + len(body))
+    while True:
+        try:
+            data = await receiver.receive()
+        except (OSError, trio.ClosedResourceError) as exc:
+            log.debug("%s: udp receive failed: %s", receiver.endpoint, exc)
+            return
+        try:
+            group, body = decode_datagram(data)
+        except ProtocolError as exc:
+            host.count("datagrams_malformed")
+            log.debug("%s: dropped a malformed datagram: %s", receiver.endpoint, exc)
+            continue
+        if pipe.full:
+            host.count("datagrams_dropped")
+            pipe.note("hwm")  # nothing pushes back on a datagram: dropped
+            continue
+        pipe.put_counted([group, body], len(group) + len(body))
 
 
 @enable_ki_protection
-async def _send_datagrams(
-    sender: UdpSender,
-    peer: PeerT,
-    host: LinkHost[PeerT],
-    task_status: trio.TaskStatus[trio.CancelScope],
-) -> None:
+async def _send_datagrams(sender: UdpSender, peer: PeerT, host: LinkHost[PeerT]) -> None:
     """Send each queued ``[group, body]`` as one datagram; a failed send loses it."""
     pipe = peer.out_pipe
-    with trio.CancelScope() as scope:
-        task_status.started(scope)
-        try:
-            while True:
-                if not pipe:
-                    peer.writing = False
-                    host.flushed()
-                    await pipe.wait_readable()
-                    continue
-                peer.writing = True
-                group, body = cast("list[bytes]", pipe.take_counted())
-                try:
-                    datagram = encode_datagram(group, body)
-                except ValueError as exc:
-                    host.count("datagrams_dropped")
-                    host.count("datagrams_oversized")
-                    log.warning("%s: dropped a message: %s", peer.endpoint, exc)
-                    continue
-                try:
-                    await sender.send(datagram)
-                except OSError as exc:
-                    # like libzmq: the datagram is lost, never retried
-                    host.count("datagrams_dropped")
-                    host.count("datagrams_unsent")
-                    log.debug("%s: udp send failed: %s", peer.endpoint, exc)
-        finally:
-            peer.writing = False
-            sender.close()
+    try:
+        while True:
+            if not pipe:
+                peer.writing = False
+                host.flushed()
+                await pipe.wait_readable()
+                continue
+            peer.writing = True
+            group, body = cast("list[bytes]", pipe.take_counted())
+            try:
+                datagram = encode_datagram(group, body)
+            except ValueError as exc:
+                host.count("datagrams_dropped")
+                host.count("datagrams_oversized")
+                log.warning("%s: dropped a message: %s", peer.endpoint, exc)
+                continue
+            try:
+                await sender.send(datagram)
+            except OSError as exc:
+                # like libzmq: the datagram is lost, never retried
+                host.count("datagrams_dropped")
+                host.count("datagrams_unsent")
+                log.debug("%s: udp send failed: %s", peer.endpoint, exc)
+    finally:
+        peer.writing = False
+        sender.close()
 
 
 #: the udp transport of the table
