@@ -7,9 +7,10 @@
 #               (pyomq, in .venv-omq from a Python >= 3.12) for its interop tests, then
 #               the Spark tests, and meanwhile the suite more times: with the fast path
 #               off (TRIZMQ_FASTPATH=0), with it on against the oldest trio that
-#               pyproject.toml admits (in a second venv, .venv-trio-oldest), and with it
-#               on under each other CPython from 3.10 to 3.13 that the machine has (a
-#               venv each, .venv-py3.X), all without what none of them changes
+#               pyproject.toml admits on the oldest CPython found (in a second venv,
+#               .venv-trio-oldest), and with it on under each other CPython from 3.10
+#               to 3.13 that the machine has (a venv each, .venv-py3.X), all without
+#               what none of them changes
 #               (SECOND_RUN_SKIPS, below). Their reports follow the Spark tests'; each
 #               header names its interpreter and trio and whether the fast path's probes
 #               accepted them.
@@ -34,6 +35,9 @@ venv: $(STAMP)
 # The oldest trio pyproject.toml admits (its "trio>=X" floor), in a second venv of the
 # same install less what its run skips (Spark, the docs build); `make test` runs the
 # suite against it with the fast path on, as the main venv runs it against the newest.
+# It is built on the oldest CPython the suite runs on (OLDEST_PYTHON, below: 3.10 where
+# the machine has it), so that one run is the suite on that CPython and on that trio,
+# the oldest of both that pyproject.toml admits, and 3.10 needs no run of its own.
 TRIO_OLDEST := $(shell sed -n 's/^ *"trio>=\([^",;]*\)".*/\1/p' pyproject.toml)
 OLDEST_VENV := .venv-trio-oldest
 OLDEST_BIN := $(OLDEST_VENV)/bin
@@ -41,9 +45,10 @@ OLDEST_STAMP := $(OLDEST_VENV)/.installed
 
 $(OLDEST_STAMP): pyproject.toml | $(STAMP)
 	@[ -n "$(TRIO_OLDEST)" ] || { echo 'no "trio>=" floor found in pyproject.toml'; exit 1; }
-	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_PYTHON) -m venv --clear $(OLDEST_VENV)
 	$(OLDEST_BIN)/python -m pip install --quiet --upgrade pip
-	$(OLDEST_BIN)/python -m pip install --quiet -e '.[dev,metrics]' 'trio==$(TRIO_OLDEST)'
+	$(OLDEST_BIN)/python -m pip install --quiet --prefer-binary -e '.[dev,metrics]' \
+		'trio==$(TRIO_OLDEST)'
 	touch $(OLDEST_STAMP)
 
 venv-trio-oldest: $(OLDEST_STAMP)
@@ -70,7 +75,13 @@ MAIN_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_inf
 OTHER_PYTHONS := $(filter-out $(MAIN_PYTHON),$(TESTED_PYTHONS))
 FOUND_PYTHONS := $(foreach v,$(OTHER_PYTHONS),$(if $(call find_python,$(v)),$(v)))
 MISSING_PYTHONS := $(filter-out $(FOUND_PYTHONS),$(OTHER_PYTHONS))
-PY_STAMPS := $(foreach v,$(FOUND_PYTHONS),.venv-py$(v)/.installed)
+# The oldest of them, when it is older than the main venv's, carries the oldest trio's
+# run (above); the others get a venv and a run each.
+OLDEST_VERSION := $(filter-out $(MAIN_PYTHON),$(shell printf '%s\n' $(FOUND_PYTHONS) \
+	$(MAIN_PYTHON) | sort -V | head -n 1))
+OLDEST_PYTHON := $(if $(OLDEST_VERSION),$(call find_python,$(OLDEST_VERSION)),$(PYTHON))
+OWN_RUN_PYTHONS := $(filter-out $(OLDEST_VERSION),$(FOUND_PYTHONS))
+PY_STAMPS := $(foreach v,$(OWN_RUN_PYTHONS),.venv-py$(v)/.installed)
 
 .venv-py%/.installed: pyproject.toml | $(STAMP)
 	$(call find_python,$*) -m venv --clear .venv-py$*
@@ -83,6 +94,7 @@ venv-pythons: $(PY_STAMPS)
 pythons:
 	@echo "CPythons for the suite: the main venv's $(MAIN_PYTHON) ($(PYTHON));" \
 		"found $(or $(foreach v,$(FOUND_PYTHONS),$(v) ($(call find_python,$(v)))),none);" \
+		"the oldest trio's run on $(or $(OLDEST_VERSION),$(MAIN_PYTHON));" \
 		"skipped, not on this machine: $(or $(MISSING_PYTHONS),none)"
 
 # The second runs' venvs, one editable install of this tree at a time (they would
@@ -194,7 +206,7 @@ SECOND_RUN_SKIPS := --ignore=tests/spark --ignore=tests/cli --ignore=tests/test_
 # found. Each writes its report to .pytest-RUN.log and its exit status beside it, and
 # `make test` prints them once the Spark tests are done. (Not .PHONY: make would skip
 # the second-run-py% pattern rule for a phony target; no file of these names is made.)
-SECOND_RUNS := fastpath-off trio-oldest $(foreach v,$(FOUND_PYTHONS),py$(v))
+SECOND_RUNS := fastpath-off trio-oldest $(foreach v,$(OWN_RUN_PYTHONS),py$(v))
 FASTPATH_OFF_LOG := .pytest-fastpath-off.log
 TRIO_OLDEST_LOG := .pytest-trio-oldest.log
 
@@ -226,7 +238,8 @@ test: $(STAMP)
 	@echo "the Spark tests, and meanwhile, $(SECOND_RUNS_AT_ONCE) at a time, the suite with" \
 		"the fast path off" \
 		"(TRIZMQ_FASTPATH=0), on the oldest trio admitted (trio==$(TRIO_OLDEST))" \
-		"and on $(or $(foreach v,$(FOUND_PYTHONS),CPython $(v)),no other CPython)"
+		"and CPython $(or $(OLDEST_VERSION),$(MAIN_PYTHON)), and on" \
+		"$(or $(foreach v,$(OWN_RUN_PYTHONS),CPython $(v)),no other CPython)"
 	@rm -f $(foreach run,$(SECOND_RUNS),.pytest-$(run).log.rc); \
 	printf '%s\n' $(SECOND_RUNS) | \
 		xargs -P $(SECOND_RUNS_AT_ONCE) -I RUN $(MAKE) --no-print-directory second-run-RUN \
@@ -238,7 +251,7 @@ test: $(STAMP)
 		[ "$$rc" = 0 ] || status=1; \
 		case $$run in \
 		fastpath-off) title="with the fast path off (TRIZMQ_FASTPATH=0)";; \
-		trio-oldest) title="on the oldest trio admitted (trio==$(TRIO_OLDEST))";; \
+		trio-oldest) title="on the oldest trio admitted (trio==$(TRIO_OLDEST)), on CPython $(or $(OLDEST_VERSION),$(MAIN_PYTHON)) (.venv-trio-oldest)";; \
 		*) title="on CPython $${run#py} (.venv-$$run)";; \
 		esac; \
 		echo "== the suite $$title, exit status $$rc:"; \
