@@ -6,8 +6,9 @@ options, entering and closing, monitors, statistics), its endpoints
 (``trizmq._sending``) and its receives (``trizmq._receiving``). Routing is the
 socket type's strategy (``trizmq.patterns.sockets``): none of them routes.
 
-Every operation exists once, as a core that raises ``trio.WouldBlock``; the
-awaiting form is the core plus a park on ``WouldBlock``, as trio builds
+Every operation exists once, as a core that answers False (a send) or None (a
+receive) where it would block; the ``_nowait`` form raises ``trio.WouldBlock`` on
+that answer, and the awaiting form is the core plus a park on it, as trio builds
 ``MemorySendChannel.send`` on ``send_nowait``. On the fast path the four hottest
 are compiled with their cores and the cancellation test inlined
 (``trizmq.nursery.fastpath.hot_paths``: a call costs a few percent of an inproc

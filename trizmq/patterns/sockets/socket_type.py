@@ -68,8 +68,9 @@ class SocketType:
             (DISH binds, RADIO connects); ``""`` for the others.
         addressed: its messages carry a group or routing id outside their frames
             (a proxy forwarding frames alone would lose it).
-        options: the options of its own beyond those every socket takes (and those
-            its other facts imply: see the module docstring).
+        own_options: the options of its own beyond those every socket takes and
+            those its other facts imply (:attr:`options` is both: see the module
+            docstring).
     """
 
     strategy: type[SocketStrategy]
