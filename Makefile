@@ -189,8 +189,10 @@ jeromq:
 # What the second runs leave out: Spark (run once, beside them); what neither the
 # switch nor the trio version nor the interpreter changes (packaging, the docs build,
 # and the sans-I/O protocol core's and routing's tests, tests/zmtp and tests/patterns:
-# synchronous, no trio, none of the fast path's bytecode or internals); the CLI's and the fresh-project plugin's tests (the same sockets in
-# subprocesses, mostly start-up time); and the benchmark and soak smoke tests
+# synchronous, no trio, none of the fast path's bytecode or internals); the CLI's, the
+# docs' examples' and the fresh-project plugin's tests (the same sockets in
+# subprocesses, mostly start-up time: the docs' examples alone are 80 s of a loaded
+# run); and the benchmark and soak smoke tests
 # (harnesses, timed by their own deadlines, which sharing the CPUs would stretch); and
 # the burst of 600 peers against 20 handshake slots, which holds only while each
 # handshake ends within the slots' 0.1 s eviction grace: with three suites and Spark
@@ -200,6 +202,7 @@ jeromq:
 SECOND_RUN_SKIPS := --ignore=tests/spark --ignore=tests/cli --ignore=tests/test_packaging.py \
 	--ignore=tests/test_benchmarks_smoke.py --ignore=tests/test_soak_smoke.py \
 	--ignore=tests/testing/test_fresh_project.py --ignore=tests/zmtp --ignore=tests/patterns \
+	--ignore=tests/test_docs_examples.py \
 	--deselect tests/test_docs_build.py \
 	--deselect tests/test_crowd.py::test_a_burst_of_peers_larger_than_the_handshake_slots_loses_nobody
 # The second runs, a target each: the fast path off, the oldest trio, each other CPython
