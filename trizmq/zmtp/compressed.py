@@ -46,7 +46,8 @@ from .connection import Connection, Received
 from .encoding import Buffer
 from .errors import ProtocolError
 from .events import HandshakeComplete
-from .mechanism import Mechanism, ZapReply, ZapRequest
+from .mechanism import Mechanism, ZapReply
+from .wrapping import InnerConnectionFacts
 
 __all__ = ["WIRE_SLACK", "CompressedConnection"]
 
@@ -56,7 +57,7 @@ __all__ = ["WIRE_SLACK", "CompressedConnection"]
 WIRE_SLACK = 64 * 1024 + 64
 
 
-class CompressedConnection:
+class CompressedConnection(InnerConnectionFacts):
     """The codec of one compressed connection; see the module docstring.
 
     ``scheme`` is ``"lz4+tcp"`` or ``"zstd+tcp"``; ``level``, ``dictionary`` and
@@ -118,36 +119,12 @@ class CompressedConnection:
         return self._transform.counts
 
     @property
-    def handshake_complete(self) -> bool:
-        return self._inner.handshake_complete
-
-    @property
     def closed(self) -> bool:
         return self._dead is not None or self._inner.closed
 
     @property
     def in_message(self) -> bool:
         return self._inner.in_message
-
-    @property
-    def pending_zap(self) -> ZapRequest | None:
-        return self._inner.pending_zap
-
-    @property
-    def mechanism(self) -> Mechanism:
-        return self._inner.mechanism
-
-    @property
-    def peer_socket_type(self) -> str:
-        return self._inner.peer_socket_type
-
-    @property
-    def peer_identity(self) -> bytes:
-        return self._inner.peer_identity
-
-    @property
-    def peer_version(self) -> tuple[int, int]:
-        return self._inner.peer_version
 
     @property
     def commands_parsed(self) -> int:
@@ -169,10 +146,6 @@ class CompressedConnection:
     def bare_messages(self, value: bool) -> None:
         self._bare = value
         self._inner.bare_messages = value
-
-    @property
-    def handshake_commands_received(self) -> int:
-        return self._inner.handshake_commands_received
 
     @property
     def shares_encoding(self) -> bool:

@@ -56,6 +56,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TypeAlias
 
+import attrs
+
 from .errors import ProtocolError
 from .frames import LONG, MORE
 
@@ -105,43 +107,31 @@ _TRAINED_SIZE = 8 * 1024
 _USER_DICT_IDS = (32_768, (1 << 31) - 1)
 
 
+@attrs.frozen(slots=True, kw_only=True)
 class CompressionFormat:
-    """What one scheme's parts look like: its sentinels, thresholds and limits, and
-    the library calls that compress and decompress (a row of :data:`FORMATS`)."""
+    """What one scheme's parts look like: its sentinels, thresholds and limits (a
+    row of :data:`FORMATS`; the library calls are :class:`PartTransform`'s)."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        compressed: bytes,
-        shipment: bytes,
-        arena: bytes,
-        below: int,
-        below_with_dict: int,
-        max_dict: int,
-        levels: tuple[int, int],
-        default_level: int,
-    ) -> None:
-        #: the scheme's compression ("lz4", "zstd")
-        self.name = name
-        #: the sentinels of a compressed part, a dictionary shipment and a batch
-        self.compressed = compressed
-        self.shipment = shipment
-        self.arena = arena
-        #: parts under this many bytes go plain (without, and with, a dictionary)
-        self.below = below
-        self.below_with_dict = below_with_dict
-        #: the largest dictionary shipment's part (the sentinel included)
-        self.max_dict = max_dict
-        #: the levels ``compression_level`` may name, and the level when it names none
-        self.levels = levels
-        self.default_level = default_level
+    #: the scheme's compression ("lz4", "zstd")
+    name: str
+    #: the sentinels of a compressed part, a dictionary shipment and a batch
+    compressed: bytes
+    shipment: bytes
+    arena: bytes
+    #: parts under this many bytes go plain (without, and with, a dictionary)
+    below: int
+    below_with_dict: int
+    #: the largest dictionary shipment's part (the sentinel included)
+    max_dict: int
+    #: the levels ``compression_level`` may name, and the level when it names none
+    levels: tuple[int, int]
+    default_level: int
 
 
 #: the two schemes' formats, by scheme
 FORMATS: dict[str, CompressionFormat] = {
     "lz4+tcp": CompressionFormat(
-        "lz4",
+        name="lz4",
         compressed=_LZ4B,
         shipment=_LZ4D,
         arena=_LZ4A,
@@ -154,7 +144,7 @@ FORMATS: dict[str, CompressionFormat] = {
         default_level=0,
     ),
     "zstd+tcp": CompressionFormat(
-        "zstd",
+        name="zstd",
         compressed=_ZSTD_FRAME,
         shipment=_ZSTD_DICT,
         arena=_ZSTA,

@@ -65,7 +65,7 @@ from .commands import HELLO, INITIATE, READY, WELCOME
 from .errors import ProtocolError
 from .events import Received
 from .frames import COMMAND, MORE
-from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
+from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata
 from .metadata import decode_metadata, encode_metadata
 from .z85 import KEY_SIZE, decode_key, z85_encode
 
@@ -706,11 +706,9 @@ class CurveServerMechanism(_CurveMechanism):
         return []
 
     def on_zap_reply(self, reply: ZapReply) -> list[Command]:
-        self.pending_zap = None
-        refusal = zap_refusal(reply)
+        refusal = self._zap_refused(reply)
         if refusal is not None:
-            commands, self.refused = refusal
-            return commands
+            return refusal
         self.peer_metadata = zap_metadata(self._peer_properties, reply)
         nonce = self._next_nonce()
         box = crypto_box_afternm(self._local, _READY_NONCE + nonce, self._key)

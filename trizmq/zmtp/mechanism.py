@@ -119,6 +119,17 @@ class Mechanism(abc.ABC):
         """Take the ZAP handler's answer to :attr:`pending_zap`; return commands to send."""
         raise NotImplementedError(f"{type(self).__name__} does not use ZAP")
 
+    def _zap_refused(self, reply: ZapReply) -> list[Command] | None:
+        """What every :meth:`on_zap_reply` does first: clear :attr:`pending_zap`, and
+        when ``reply`` refuses the peer set :attr:`refused` and return the commands to
+        send (:func:`zap_refusal`'s); None when it admits the peer."""
+        self.pending_zap = None
+        refusal = zap_refusal(reply)
+        if refusal is None:
+            return None
+        commands, self.refused = refusal
+        return commands
+
     def encode_frame(self, flags: int, body: bytes | bytearray | memoryview) -> bytes:
         """The wrapped wire form of one frame (only called when :attr:`encrypts`)."""
         raise NotImplementedError(f"{type(self).__name__} does not wrap frames")

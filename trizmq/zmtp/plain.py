@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from .commands import HELLO, INITIATE, READY, WELCOME
 from .errors import ProtocolError
-from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata, zap_refusal
+from .mechanism import Command, Mechanism, ZapReply, ZapRequest, zap_metadata
 from .metadata import decode_metadata, encode_metadata
 
 __all__ = ["PlainClientMechanism", "PlainServerMechanism"]
@@ -125,11 +125,9 @@ class PlainServerMechanism(Mechanism):
         return [(READY, self._local)]
 
     def on_zap_reply(self, reply: ZapReply) -> list[Command]:
-        self.pending_zap = None
-        refusal = zap_refusal(reply)
+        refusal = self._zap_refused(reply)
         if refusal is not None:
-            commands, self.refused = refusal
-            return commands
+            return refusal
         self._approval = reply
         self._expect = INITIATE
         return [(WELCOME, b"")]

@@ -72,9 +72,10 @@ from .events import HandshakeComplete, Ping, SubscriptionRefused
 from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, SHORT_HEADERS, frame_header
 from .greeting import build_greeting
 from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
-from .mechanism import Mechanism, ZapReply, ZapRequest
+from .mechanism import Mechanism, ZapReply
 from .metadata import encode_metadata
 from .rfc6455 import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
+from .wrapping import InnerConnectionFacts
 
 __all__ = ["MAX_HTTP_HEAD", "NO_MECHANISM", "ZwsConnection", "offered_protocols"]
 
@@ -123,7 +124,7 @@ class _EndedByPeer(ConnectionResetError):
     """The peer closed the WebSocket normally (a stream error, not a violation)."""
 
 
-class ZwsConnection:
+class ZwsConnection(InnerConnectionFacts):
     """The codec of one ZWS 2.0 connection; see the module docstring.
 
     ``client`` is the connecting side, which sends the upgrade request for ``path``
@@ -212,10 +213,6 @@ class ZwsConnection:
         return self._protocol
 
     @property
-    def handshake_complete(self) -> bool:
-        return self._inner.handshake_complete
-
-    @property
     def closed(self) -> bool:
         """True once the ZMTP side failed or the WebSocket is closing (a CLOSE came)."""
         return self._inner.closed or self._peer_closed is not None
@@ -223,27 +220,6 @@ class ZwsConnection:
     @property
     def in_message(self) -> bool:
         return bool(self._partial) or self._inner.in_message
-
-    @property
-    def pending_zap(self) -> ZapRequest | None:
-        return self._inner.pending_zap
-
-    @property
-    def mechanism(self) -> Mechanism:
-        return self._inner.mechanism
-
-    @property
-    def peer_socket_type(self) -> str:
-        return self._inner.peer_socket_type
-
-    @property
-    def peer_identity(self) -> bytes:
-        return self._inner.peer_identity
-
-    @property
-    def peer_version(self) -> tuple[int, int]:
-        """(3, 1) once the upgrade is done (how far a peer got, for the slots)."""
-        return self._inner.peer_version
 
     @property
     def commands_parsed(self) -> int:
@@ -267,10 +243,6 @@ class ZwsConnection:
     @bare_messages.setter
     def bare_messages(self, value: bool) -> None:
         self._inner.bare_messages = value
-
-    @property
-    def handshake_commands_received(self) -> int:
-        return self._inner.handshake_commands_received
 
     #: parts are framed as they are, not transformed (``Codec.part_counts``)
     part_counts = None
