@@ -7,7 +7,7 @@ underneath. pyomq runs ``tests/omq/compressed_peer.py`` under the omq interprete
 (``tests/omq_python.py``); every test skips, saying why, where there is none.
 pyomq refuses compression under an encrypting mechanism ("OMQ compression is not
 supported with encrypted mechanisms"), so CURVE is tested trizmq to trizmq only
-(``tests/transport/test_transport_compressed.py``).
+(``tests/transport/test_transport_compressed_tcp.py``).
 """
 
 from __future__ import annotations

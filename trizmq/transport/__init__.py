@@ -34,7 +34,7 @@ from .base import (
     unregister_transport,
     zmtp_codec,
 )
-from .compressed import LZ4_TCP, ZSTD_TCP
+from .compressed_tcp import LZ4_TCP, ZSTD_TCP
 from .inproc import INPROC
 from .ipc import IPC, IPCListener
 from .tcp import DEFAULT_BACKLOG, TCP, TCPListener
