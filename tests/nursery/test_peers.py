@@ -79,7 +79,7 @@ def table(socket_type: str = "PUSH") -> tuple[PeerTable, list[str]]:
 
 def test_attach_live_lost_leave_tell_the_strategy() -> None:
     peers, wakes = table("PUSH")
-    peer = peers.new_peer("tcp://x:1", Pipe(2), Pipe(2))
+    peer = peers.add(Peer("tcp://x:1", Pipe(2), Pipe(2)))
     assert peer.state is NEW and len(peers) == 1
     assert peers.attach(peer) and peer.state is WAITING
     assert peers.strategy.send([b"queued"])  # routed before any connection
@@ -95,8 +95,8 @@ def test_attach_live_lost_leave_tell_the_strategy() -> None:
 
 def test_a_pair_refuses_its_second_peer() -> None:
     peers, _ = table("PAIR")
-    first = peers.new_peer("tcp://x:1", Pipe(2), Pipe(2))
-    second = peers.new_peer("tcp://x:2", Pipe(2), Pipe(2))
+    first = peers.add(Peer("tcp://x:1", Pipe(2), Pipe(2)))
+    second = peers.add(Peer("tcp://x:2", Pipe(2), Pipe(2)))
     assert peers.attach(first)
     assert not peers.attach(second)
     assert second.state is NEW
@@ -104,8 +104,8 @@ def test_a_pair_refuses_its_second_peer() -> None:
 
 def test_flushed_counts_unwritten_messages_but_not_a_live_inproc_link() -> None:
     peers, _ = table("PUSH")
-    stream = peers.new_peer("tcp://x:1", Pipe(2), Pipe(2))
-    link = peers.new_peer("inproc://x", Pipe(2), Pipe(2), shared_queue=True)
+    stream = peers.add(Peer("tcp://x:1", Pipe(2), Pipe(2)))
+    link = peers.add(Peer("inproc://x", Pipe(2), Pipe(2), shared_queue=True))
     for peer in (stream, link):
         peers.attach(peer)
         peer.out_pipe.put([b"m"])

@@ -24,6 +24,7 @@ from trio.lowlevel import enable_ki_protection
 
 from .. import _monitor as monitor
 from .connection_actor import ConnectionActor
+from .peers import Peer
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, Listener, StreamTransport
@@ -114,7 +115,7 @@ async def _serve(
     # copy, which then no longer holds the slot
     locals()
     options = runtime.options
-    peer = runtime.peers.new_peer(endpoint, *runtime.new_pipes())
+    peer = runtime.peers.add(Peer(endpoint, *runtime.new_pipes()))
     peer.remote_address = address
     try:
         codec = transport.codec(runtime.socket_kind, options, bound, client=False)

@@ -27,12 +27,12 @@ from trio.lowlevel import enable_ki_protection
 from .. import _monitor as monitor
 from ..patterns.backoff import Backoff, Outcome
 from .connection_actor import ConnectionActor
+from .peers import Peer
 
 if TYPE_CHECKING:
     from ..transport.base import Endpoint, StreamTransport
     from .fastpath.socket_state import FastPath
     from .parents import ConnecterParent
-    from .peers import Peer
 
 __all__ = ["Connecter"]
 
@@ -55,7 +55,7 @@ class Connecter:
         #: the peer kept across reconnects (None with ``immediate``, or a taken PAIR)
         self.kept: Peer | None = None
         if not options.immediate:
-            peer = runtime.peers.new_peer(str(endpoint), *runtime.new_pipes())
+            peer = runtime.peers.add(Peer(str(endpoint), *runtime.new_pipes()))
             if runtime.peers.attach(peer):
                 self.kept = peer
             else:
@@ -112,7 +112,7 @@ class Connecter:
         runtime = self.runtime
         peer = self.kept
         if peer is None:
-            peer = runtime.peers.new_peer(str(self.endpoint), *runtime.new_pipes())
+            peer = runtime.peers.add(Peer(str(self.endpoint), *runtime.new_pipes()))
         self.current = peer
         codec = self.transport.codec(
             runtime.socket_kind, runtime.options, self.endpoint, client=True

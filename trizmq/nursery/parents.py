@@ -6,7 +6,8 @@ that runs it, each child can be tested with a fake parent, and the imports insid
 ``trizmq.nursery`` point one way (the order is in ``docs/architecture.md``, "the
 order inside the runtime"). This module sits below every actor and below the fast
 path, which types against it too; it imports nothing of the runtime but what the
-Protocols name, and that only for the type checker.
+Protocols name, and that only for the type checker, and the heartbeat's
+``HeartbeatParent``, which the reader's and the writer's views extend.
 
 Who uses which (every parent of a connection's task is a ``ConnectionActor``,
 every other parent is the socket's ``SocketRuntime``):
@@ -16,7 +17,8 @@ every other parent is the socket's ``SocketRuntime``):
   of the socket's counts: :class:`CountsParent`;
 * the reader: :class:`ReaderParent`; the writer: :class:`WriterParent` (which reads
   the socket through the connection as a :class:`SocketState`); the heartbeat task
-  sees its connection as ``heartbeat.HeartbeatParent``;
+  sees its connection as ``heartbeat.HeartbeatParent`` (what to log it as, how to
+  end it), which both of theirs extend;
 * the fast path: :class:`ReadThroughParent` (its read-through) and
   :class:`ConnectionCodec` (its write-through);
 * the acceptor, the connecter and the connection actor report to the socket's
@@ -33,6 +35,8 @@ always did, with no wrapper in between.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from .heartbeat import HeartbeatParent
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -153,17 +157,13 @@ class ConnecterParent(ConnectionParent[FastT_co], Protocol[FastT_co]):
         ...
 
 
-class AcceptorParent(ConnectionParent[FastT_co], Protocol[FastT_co]):
-    """The socket, as the acceptor of one bound endpoint sees it: a connection actor's
-    parent that also makes the pipes of a new peer and runs each accepted connection
-    in its nursery."""
+class AcceptorParent(ConnecterParent[FastT_co], Protocol[FastT_co]):
+    """The socket, as the acceptor of one bound endpoint sees it: what a connecter
+    sees (a connection actor's parent that also makes the pipes of a new peer), and
+    the nursery it runs each accepted connection in."""
 
     @property
     def nursery(self) -> trio.Nursery: ...
-
-    def new_pipes(self) -> tuple[Pipe, Pipe]:
-        """The (outgoing, incoming) pipes of a new connection's peer."""
-        ...
 
 
 class CountsParent(Protocol):
@@ -254,10 +254,10 @@ class ReadThroughParent(ConnectionCodec, Protocol):
         ...
 
 
-class ReaderParent(ReadThroughParent, Protocol):
-    """A connection, as its reader sees it: a read-through's calls, plus where its
-    bytes come from and its heartbeat (told when back-pressure stops the reader; the
-    TTL that bounds its next read)."""
+class ReaderParent(ReadThroughParent, HeartbeatParent, Protocol):
+    """A connection, as its reader sees it: a read-through's calls and a heartbeat
+    task's, plus where its bytes come from and its heartbeat (told when
+    back-pressure stops the reader; the TTL that bounds its next read)."""
 
     @property
     def input(self) -> Input: ...
@@ -265,22 +265,15 @@ class ReaderParent(ReadThroughParent, Protocol):
     @property
     def heartbeat(self) -> Heartbeat: ...
 
-    @property
-    def where(self) -> str: ...
-
     def deliver(self, events: list[Received]) -> None:
         """Hand a batch of parsed events (the handshake's leftovers) to the peer."""
         ...
 
-    def ended(self, cause: str) -> None:
-        """Note why the connection ends."""
-        ...
 
-
-class WriterParent(ConnectionCodec, Protocol):
-    """A connection, as its writer sees it: where the bytes go, its heartbeat (told
-    when a PING is written), and whether the socket is closing (a closing socket's
-    linger waits on the writers)."""
+class WriterParent(ConnectionCodec, HeartbeatParent, Protocol):
+    """A connection, as its writer sees it: a heartbeat task's calls, plus where the
+    bytes go, its heartbeat (told when a PING is written), and whether the socket is
+    closing (a closing socket's linger waits on the writers)."""
 
     @property
     def output(self) -> Output: ...
@@ -294,15 +287,4 @@ class WriterParent(ConnectionCodec, Protocol):
     @property
     def outbound(self) -> Outbound:
         """The connection's sending half (``trizmq.zmtp.outbound``)."""
-        ...
-
-    @property
-    def where(self) -> str: ...
-
-    def ended(self, cause: str) -> None:
-        """Note why the connection ends."""
-        ...
-
-    def close(self) -> None:
-        """End the connection."""
         ...

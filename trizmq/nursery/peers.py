@@ -195,23 +195,15 @@ class PeerTable:
         peer.connected = state is LIVE
         peer.gone = state is GONE
 
-    def new_peer(
-        self,
-        endpoint: str,
-        out_pipe: Pipe,
-        in_pipe: Pipe,
-        *,
-        datagram: bool = False,
-        shared_queue: bool = False,
-    ) -> Peer:
-        """A NEW peer whose pipes wake this socket's senders and receivers."""
-        peer = Peer(endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue)
-        out_pipe.on_writable = self.wake_senders
+    def add(self, peer: Peer) -> Peer:
+        """Keep the NEW ``peer`` (made by whoever has its pipes), its pipes waking this
+        socket's senders and receivers; ``peer`` again."""
+        peer.out_pipe.on_writable = self.wake_senders
         strategy = self.strategy
         if strategy.eager:
-            in_pipe.on_readable = lambda: strategy.incoming(peer)
+            peer.in_pipe.on_readable = lambda: strategy.incoming(peer)
         else:
-            in_pipe.on_readable = self.wake_receivers
+            peer.in_pipe.on_readable = self.wake_receivers
         self._peers.add(peer)
         return peer
 

@@ -201,10 +201,11 @@ class SocketRuntime:
         over ``across``'s pipes (the other end of an inproc link: its out_pipe is our
         in_pipe)."""
         if across is not None:
-            return self.peers.new_peer(endpoint, across.in_pipe, across.out_pipe, shared_queue=True)
+            swapped = Peer(endpoint, across.in_pipe, across.out_pipe, shared_queue=True)
+            return self.peers.add(swapped)
         out_pipe, in_pipe = pipes_for(out_hwm, in_hwm, link=shared_queue, **self._conflating())
-        return self.peers.new_peer(
-            endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue
+        return self.peers.add(
+            Peer(endpoint, out_pipe, in_pipe, datagram=datagram, shared_queue=shared_queue)
         )
 
     def new_pipes(self) -> tuple[Pipe, Pipe]:

@@ -31,7 +31,6 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import trio
@@ -39,6 +38,7 @@ import trio
 from .._endpoint import Endpoint, add_scheme, parse_endpoint, parser_for, remove_scheme, schemes
 from .._errors import EndpointError
 from .._options import DEFAULT_BACKLOG
+from ..zmtp.outbound import Framer
 
 if TYPE_CHECKING:
     from .._monitor import MonitorEvent
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..zmtp.compression import PartCounts
     from ..zmtp.encoding import Buffer
     from ..zmtp.events import Received
-    from ..zmtp.mechanism import Mechanism, ZapReply, ZapRequest
+    from ..zmtp.mechanism import ZapReply, ZapRequest
 
 __all__ = [
     "Codec",
@@ -123,12 +123,7 @@ class ListenerBase:
     async def __aenter__(self: _L) -> _L:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
@@ -174,12 +169,15 @@ class SocketKind(Protocol):
         ...
 
 
-class Codec(Protocol):
+class Codec(Framer, Protocol):
     """The framing of one connection's bytes, sans I/O (``trizmq.zmtp.Connection``).
 
     The runtime feeds it what it reads and writes what it returns; it never
     awaits. The handshake produces bytes in an outbox (:meth:`data_to_send`) and may
     stop for an authentication answer (:attr:`pending_zap`, :meth:`zap_reply`).
+    What the connection's sending half uses of it (its mechanism, its message
+    encoder, the commands it encodes) is the ``Framer`` of
+    ``trizmq.zmtp.outbound``, declared there once; the rest is the runtime's.
     """
 
     @property
@@ -193,9 +191,6 @@ class Codec(Protocol):
 
     @property
     def pending_zap(self) -> ZapRequest | None: ...
-
-    @property
-    def mechanism(self) -> Mechanism: ...
 
     @property
     def peer_socket_type(self) -> str: ...
@@ -272,18 +267,6 @@ class Codec(Protocol):
         form is under 265 bytes (every frame then short); None where that is not a
         constant (or not known yet): the payload is then the frames' lengths summed."""
         ...
-
-    def encode_subscribe(self, topic: bytes) -> bytes: ...
-
-    def encode_cancel(self, topic: bytes) -> bytes: ...
-
-    def encode_join(self, group: bytes) -> bytes: ...
-
-    def encode_leave(self, group: bytes) -> bytes: ...
-
-    def encode_ping(self, ttl: float, context: bytes = b"") -> bytes: ...
-
-    def encode_pong(self, context: bytes) -> bytes: ...
 
     def encode_error(self, reason: str) -> bytes: ...
 
