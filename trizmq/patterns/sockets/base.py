@@ -333,7 +333,8 @@ class SocketStrategy:
         """:meth:`recv`, but a one-frame message queued as its ``bytes`` comes as they
         are: the single-frame receive's form, which takes the frame out anyway."""
         inbound = self.inbound
-        for item in iter(inbound.poll, None):
+        poll = inbound.poll
+        while (item := poll()) is not None:
             cls = item.__class__
             if cls is bytes:
                 if self.accepts_all or self.accept(inbound.source, [item]):  # type: ignore[list-item]

@@ -237,7 +237,8 @@ class ServerStrategy(SocketStrategy):
         if self.local:
             return self.local.popleft()
         inbound = self.inbound
-        for item in iter(inbound.poll, None):
+        poll = inbound.poll
+        while (item := poll()) is not None:
             peer = inbound.source
             rid = self.ids.get(peer)
             if peer not in inbound and rid is not None and self.routes.get(rid) is not peer:

@@ -115,7 +115,8 @@ class ReqStrategy(DealerStrategy):
         if self.asked is None:
             raise StateError("REQ must send a request before it receives")
         inbound = self.inbound
-        for item in iter(inbound.poll, None):
+        poll = inbound.poll
+        while (item := poll()) is not None:
             if inbound.source is not self.asked or item.__class__ is not list:
                 # a reply from a peer we did not ask: drop it
                 self.discard(inbound.source, item)
@@ -153,7 +154,8 @@ class RepStrategy(SocketStrategy):
         if self.pending is not None:
             raise StateError("REP must send the reply before it receives another request")
         inbound = self.inbound
-        for item in iter(inbound.poll, None):
+        poll = inbound.poll
+        while (item := poll()) is not None:
             if item.__class__ is not list:
                 self.discard(inbound.source, item)
                 continue
@@ -294,7 +296,8 @@ class RouterStrategy(SocketStrategy):
         if self.local:
             return self.local.popleft()
         inbound = self.inbound
-        for item in iter(inbound.poll, None):
+        poll = inbound.poll
+        while (item := poll()) is not None:
             rid = inbound.source.routing_id
             if rid is None:
                 # an unrouted peer's (its id was taken, or it reconnected since)
