@@ -143,7 +143,7 @@ class RawSocket:
 
 
 class ReceivingSocket(Protocol):
-    """A socket's fast-path state (``FastPath``, in ``routing``), as a connection's
+    """A socket's fast-path state (``FastPath``, in ``socket_state``), as a connection's
     reader sees it: the table of the read-throughs its receiving tasks may take, by
     peer."""
 

@@ -49,7 +49,7 @@ HOLD_TIME = 0.0005
 
 
 # -- what the instrument sees of the parts above it ------------------------------------------
-# Annotations only: the instrument sits below read_through, write_through and routing
+# Annotations only: the instrument sits below read_through, write_through and socket_state
 # (they install it), so it names their objects by the fields it reads, the private
 # ones included, read directly as before.
 class ReaderDue(Protocol):

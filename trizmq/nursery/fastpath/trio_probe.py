@@ -94,7 +94,7 @@ def _cancel_pending_in(values: dict[str, Any]) -> Callable[[], bool]:
     return cancel_pending
 
 
-#: the check as the hot paths run it, compiled into them by :func:`inline_cancel_checks`
+#: the check as the hot paths run it, compiled into them by ``fastpath.hot_paths``
 #: in place of ``if self._cancel_pending(): ...`` (the ``pass`` stands for that body)
 _INLINE_CHECK = """
 running_task = self._run_vars["task"]
