@@ -290,11 +290,16 @@ def test_a_lone_message_is_the_codecs_encoding_with_its_payload() -> None:
     codec = handshaken("PUSH", b"PULL")
     outbound = Outbound(codec)
     for msg in ([b"a"], [b"x" * 255, b""], [b"y" * 300], [b"m", b"n" * 256]):
-        wire = outbound.encode_message(msg)
+        encoded = outbound.encode_message(msg)
+        assert encoded is not None
+        wire, payload = encoded
         assert wire == codec.encode_message(msg)
-        assert outbound.payload_of(msg, len(wire)) == sum(map(len, msg))
+        assert payload == sum(map(len, msg))
     shared = Fanout([b"f", b"g"])
-    wire = outbound.encode_message(shared)
+    encoded = outbound.encode_message(shared)
+    assert encoded is not None
+    wire, payload = encoded
     assert wire == codec.encode_message([b"f", b"g"]) and shared.wire == wire
+    assert payload == shared.size == 2
     assert outbound.encode_message([b"z" * 70_000]) is None  # a big frame: the writer's
     assert outbound.encode_message(Subscribe(b"t")) is None

@@ -467,11 +467,11 @@ class Outbound:
         transmit._sizes = sizes
         return transmit
 
-    def encode_message(self, item: object) -> bytearray | None:
+    def encode_message(self, item: object) -> tuple[bytearray, int] | None:
         """One message alone (a queue's only item, written by the sending task): its
-        wire bytes, or None for anything else or a message with a big last frame
-        (the writer's then). A publisher's :class:`Fanout` keeps its bytes for the
-        other connections. :meth:`payload_of` its payload bytes."""
+        wire bytes and its payload bytes, or None for anything else or a message
+        with a big last frame (the writer's then). A publisher's :class:`Fanout`
+        keeps its bytes for the other connections."""
         cls = item.__class__
         if cls is list:
             frames: list[bytes] = item  # type: ignore[assignment]
@@ -483,18 +483,14 @@ class Outbound:
             return None
         buf = bytearray()
         self.encode_into(buf, frames)
-        if cls is Fanout and item.wire is None and self.share:  # type: ignore[attr-defined]
-            item.wire = bytes(buf)  # type: ignore[attr-defined]
-        return buf
-
-    def payload_of(self, item: Any, wire: int) -> int:
-        """The payload bytes of a message ``item`` that :meth:`encode_message` made
-        ``wire`` bytes of: worked out from its wire size when every frame is short."""
-        if item.__class__ is Fanout:
-            return item.size
+        if cls is Fanout:
+            if item.wire is None and self.share:  # type: ignore[attr-defined]
+                item.wire = bytes(buf)  # type: ignore[attr-defined]
+            return buf, item.size  # type: ignore[attr-defined]
+        wire = len(buf)
         if wire < self._short_below:
-            return wire - self._framing * len(item)  # every frame short
-        return sum(map(len, item))
+            return buf, wire - self._framing * len(frames)  # every frame short
+        return buf, sum(map(len, frames))
 
     def encode_runs(self, items: Sequence[Any], limit: int = RUN_BYTES) -> Transmit | None:
         """The published batches queued whole at the head of ``items`` (read in

@@ -201,14 +201,14 @@ class RawOutput:
         item = pipe.peek()
         if self.actor.codec.closed:
             return False
-        outbound = self.outbound
-        wire = outbound.encode_message(item)
-        if wire is None:
+        encoded = self.outbound.encode_message(item)
+        if encoded is None:
             return False
+        wire, payload = encoded
         fast = self._fast
         fast.write_through_allowed = fast.write_through_ready = False
         try:
             sent = self.raw.send(wire)
         except OSError:  # BlockingIOError included: the writer meets it again
             return False
-        return pipe.sent_alone(wire, sent, outbound.payload_of(item, len(wire)))
+        return pipe.sent_alone(wire, sent, payload)
