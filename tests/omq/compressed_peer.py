@@ -17,7 +17,9 @@ Commands (bytes travel as hex):
     ``join`` (a list of groups).
 ``{"op": "send", "name": N, "frames": [HEX, ...], "routing_id": R, "group": G, "repeat": K}``
     one message (``routing_id`` for a SERVER, ``group`` for a RADIO), or K of them
-    at once (queued together: pyomq sends such a burst as batches).
+    at once (queued together: pyomq sends such a burst as batches). A PEER's frames
+    begin with the identity of the peer they go to (as it received them), or
+    ``"to_first": true`` sends them to its first connection.
 ``{"op": "recv", "name": N, "timeout_ms": T}``
     the next message, ``{"frames": [...], "routing_id": R, "group": G}``, or
     ``{"timeout": true}``.
@@ -36,11 +38,14 @@ import json
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 import pyomq
 
-DRAFT_SINGLE = {"CLIENT", "SERVER", "RADIO", "DISH", "SCATTER", "GATHER", "CHANNEL", "PEER"}
+#: single-part types read and written a frame at a time; pyomq's PEER is not among
+#: them: it is ROUTER-like, a message's first frame the identity pyomq gave its peer
+DRAFT_SINGLE = {"CLIENT", "SERVER", "RADIO", "DISH", "SCATTER", "GATHER", "CHANNEL"}
 
 
 def _endpoint(sock: Any) -> str:
@@ -88,6 +93,12 @@ class Peer:
     def send(self, command: dict[str, Any]) -> dict[str, Any]:
         sock, kind = self.sockets[command["name"]]
         frames = [bytes.fromhex(f) for f in command["frames"]]
+        if command.get("to_first"):
+            # a PEER's message to its first connection, named by its identity
+            deadline = time.monotonic() + 10
+            while not sock.connections() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            frames = [sock.connections()[0]["identity"], *frames]
         for _ in range(int(command.get("repeat", 1))):
             if command.get("routing_id") is not None:
                 sock.send(frames[0], routing_id=int(command["routing_id"]))

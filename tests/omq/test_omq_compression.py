@@ -337,6 +337,51 @@ async def test_every_socket_type_both_schemes_both_roles(
                     await peer.ask("close", name="o")
 
 
+async def test_peer_both_schemes_both_roles() -> None:
+    """PEER, which the table above cannot drive (a routing id per connection): trizmq's
+    connects (``connect_peer``) and speaks first, and omq.rs's (ROUTER-like: the
+    sender's identity first) answers it; omq.rs's connects and speaks first, and
+    trizmq's answers the routing id the message came with. Both schemes."""
+    async with omq_peer() as peer:
+        for scheme in SCHEMES:
+            with trio.fail_after(4 * PATIENCE):
+                async with trizmq.Peer(linger=0) as sock:
+                    endpoint = await peer.open("o", "PEER", bind=f"{scheme}://127.0.0.1:0")
+                    rid = await sock.connect_peer(endpoint)
+                    for data in SINGLE:
+                        await sock.send(data, routing_id=rid)
+                        got = await peer.recv("o")
+                        assert got is not None
+                        identity, body = got["frames"]
+                        assert body == data
+                        await peer.send("o", [identity, data[::-1]])
+                        message = await sock.recv_message()
+                        assert (message.data, message.routing_id) == (data[::-1], rid)
+                    _assert_compressed(sock)
+                await peer.ask("close", name="o")
+            with trio.fail_after(4 * PATIENCE):
+                async with trizmq.Peer(linger=0) as sock:
+                    endpoint = await sock.bind(f"{scheme}://127.0.0.1:0")
+                    await peer.open("o", "PEER", connect=endpoint)
+                    for data in SINGLE:
+                        await peer.send("o", [data], to_first=True)
+                        message = await sock.recv_message()
+                        assert message.data == data
+                        await sock.send(data[::-1], routing_id=message.routing_id)
+                        got = await peer.recv("o")
+                        assert got is not None and got["frames"][1:] == [data[::-1]]
+                    _assert_compressed(sock)
+                await peer.ask("close", name="o")
+
+
+def _assert_compressed(sock: trizmq.Socket) -> None:
+    """No connection was lost, and the wire carried fewer bytes than the payload."""
+    stats = sock.stats()
+    assert stats.connections["disconnects"] == 0
+    sent, received = stats.bytes_sent, stats.bytes_received
+    assert stats.wire_bytes_sent + stats.wire_bytes_received < sent + received
+
+
 # -- dictionaries ---------------------------------------------------------------------------
 
 RECORD_RNG = random.Random(8)
