@@ -593,9 +593,9 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
         return _read_range(partition)
 
     def commit(self, end: SparkOffset) -> None:
-        present = set(self.locations)
         for location, offset in self._unpack(end).items():
-            if location in present:  # a spool that is gone keeps its offset, unwritten
+            # a spool gone from a pattern's matches keeps its offset, and is not written
+            if not self.patterns or open_store(location).exists("head"):
                 _wal.commit(location, offset)
             index = self._payloads.get(location)
             if index is not None:
