@@ -27,7 +27,8 @@ Strategy, per way in:
   (:func:`encode_big`); commands go through the codec.
 * :meth:`Outbound.encode_messages`, the write-through's: the messages at the head
   of a queue, each one's end recorded, stopping at anything the writer must take
-  (a command, a big frame, the rest of a message begun, a hangup).
+  (a command, a big frame, the rest of a message begun, a hangup). It is the
+  writer's loop (``Outbound._encode``) told so: one encode loop for both drivers.
 * :meth:`Outbound.encode_message`: one message alone (a request, a reply).
 * :meth:`Outbound.encode_runs`: the published batches at the head, as their shared
   encodings, one buffer each (several go with one ``sendmsg``).
@@ -42,7 +43,6 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, islice
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .encoding import Buffer, encode_plain_into
@@ -87,8 +87,6 @@ _LAST_SHORT = SHORT_HEADERS[0]
 _pack_long = LONG_HEADER.pack
 #: the flags of a last frame with a long header
 _LAST_LONG = 0x02
-#: a message's first frame (its only one, for the runs a mechanism seals)
-_first = itemgetter(0)
 
 MessageEncoder = Callable[[bytearray, Sequence[Buffer]], None]
 
@@ -143,18 +141,28 @@ class Transmit:
     :meth:`split` tells what a write of so many bytes took.
     """
 
-    __slots__ = ("_runs", "_sizes", "ends", "messages", "parts", "payload", "pinged", "used")
+    __slots__ = ("_payloads", "_runs", "ends", "messages", "parts", "payload", "pinged", "used")
 
-    def __init__(self, parts: list[Buffer], used: int, messages: int, payload: int) -> None:
+    def __init__(
+        self,
+        parts: list[Buffer],
+        used: int,
+        messages: int,
+        payload: int,
+        pinged: bool = False,
+        ends: list[int] | None = None,
+        payloads: list[int] | None = None,
+    ) -> None:
         self.parts = parts
         self.used = used
         self.messages = messages
         self.payload = payload
-        self.pinged = False
+        self.pinged = pinged
         #: where each item ends in the parts joined (a step that may be cut short)
-        self.ends: list[int] | None = None
-        #: per message, its payload bytes (encode_messages), or the runs it is made of
-        self._sizes: list[int] | None = None
+        self.ends = ends
+        #: per message, the payload bytes up to its end (encode_messages), or the runs
+        #: it is made of
+        self._payloads = payloads
         self._runs: list[FanoutRun] | None = None
 
     @property
@@ -200,9 +208,9 @@ class Transmit:
         """The payload bytes of the first ``count`` messages."""
         if count >= self.messages:
             return self.payload
-        sizes = self._sizes
-        if sizes is not None:
-            return sum(sizes[:count])
+        payloads = self._payloads
+        if payloads is not None:
+            return payloads[count - 1] if count > 0 else 0
         runs = self._runs
         assert runs is not None
         total = 0
@@ -308,70 +316,68 @@ class Outbound:
             return None
         return b"".join(wires)  # type: ignore[arg-type]
 
-    def _encode(self, batch: list[Any]) -> Transmit:
+    def _encode(
+        self, batch: Sequence[Any], limit: int = WRITE_BATCH, ends: list[int] | None = None
+    ) -> Transmit:
+        """The one encode loop: the items of ``batch`` up to ``limit`` bytes, whatever
+        they are (the writer's); with ``ends`` (the write-through's), messages only,
+        each one's end and the payload so far recorded, stopping at anything the
+        writer must take (a command, a big frame, the rest of a message begun...)."""
         codec, encode_into = self._codec, self.encode_into
-        share, big, short = self.share, self._big, self._short
+        share, short = self.share, self._short
+        # a step that may stop short leaves big frames to the writer
+        big = self._big if ends is None else BIG_FRAME
         parts: list[Buffer] = []
         buf = bytearray()
-        used = 0
-        # the payload bytes of the messages taken, and the items taken that are not
-        # messages (the rest of a message begun, commands): counted once, after
-        others = octets = 0
+        # the items taken, the payload bytes of the messages among them, and the items
+        # that are not messages (the rest of a message begun, commands)
+        used = octets = others = 0
+        payloads: list[int] = []  # with ``ends``, the payload up to each message's end
         pinged = False
         items: Any = batch
-        if short is not None:
+        if short is not None and ends is None:
             # the commonest batch, short one-frame messages, at C speed
-            framed = frame_short_messages(batch, short, WRITE_BATCH)
+            framed = frame_short_messages(batch, short, limit)
             if framed is not None:
                 wire, used = framed
                 return Transmit([wire], used, used, len(wire) - SHORT_HEADER * used)
-        seal_run = self._seal_run
-        if seal_run is not None:
-            # a stream of short one-frame messages, wrapped in the mechanism's loop
-            used = seal_run(buf, batch, 0, WRITE_BATCH)
-            # each box of a run: a 2-byte header and the mechanism's overhead around
-            # the payload
-            octets = len(buf) - used * self._framing
-            items = () if len(buf) >= WRITE_BATCH else islice(batch, used, None)
+        if self._seal_run is not None:
+            used, octets, payloads = self._sealed(buf, batch, limit, ends)
+            items = () if len(buf) >= limit else islice(batch, used, None)
         for item in items:
             used += 1
             cls = item.__class__
             if cls is list:
                 last = item[-1]
                 size = len(last)
+                if size >= big:  # written from the sender's own object, after this batch
+                    if ends is None:
+                        octets += sum(map(len, item))
+                        encode_big(parts, buf, item)
+                        buf = bytearray()
+                    else:
+                        used -= 1  # by the writer
+                    break
                 if len(item) == 1:
                     octets += size
-                    if short is not None and size < big:
+                    if short is not None:
                         # the commonest: encode_plain_into's work, inline (a long
                         # header packed, as it packs it)
                         buf += short[size] if size < 256 else _pack_long(_LAST_LONG, size)
                         buf += last
-                        if len(buf) >= WRITE_BATCH:
-                            break
-                        continue
-                elif short is not None and size < big:
-                    # several frames, unencrypted: under SHORT_WIRE bytes on the wire
-                    # every header is 2 bytes, and the payload is the rest; summing
-                    # the frames' sizes costs ~120 ns more
+                    else:
+                        encode_into(buf, item)
+                elif short is not None:
+                    # several frames, unencrypted: under SHORT_WIRE bytes on the wire every
+                    # header is 2 bytes (summing the frames' sizes costs ~120 ns more)
                     start = len(buf)
                     encode_into(buf, item)
                     grown = len(buf) - start
-                    octets += (
-                        grown - SHORT_HEADER * len(item)
-                        if grown < SHORT_WIRE
-                        else sum(map(len, item))
-                    )
-                    if len(buf) >= WRITE_BATCH:
-                        break
-                    continue
+                    all_short = grown < SHORT_WIRE
+                    octets += grown - SHORT_HEADER * len(item) if all_short else sum(map(len, item))
                 else:
                     octets += sum(map(len, item))
-                if size >= big:
-                    # written from the sender's own object, after this batch
-                    encode_big(parts, buf, item)
-                    buf = bytearray()
-                    break
-                encode_into(buf, item)
+                    encode_into(buf, item)
             elif cls is Fanout:
                 if share and item.run is not None and not item.index and used > 1:
                     used -= 1  # a published batch begins: the next step writes it shared
@@ -385,6 +391,9 @@ class Outbound:
                     start = len(buf)
                     encode_into(buf, item.frames)
                     item.wire = bytes(buf[start:])
+            elif ends is not None:
+                used -= 1  # not a message: the writer takes it
+                break
             elif cls is Unsent:
                 # the rest of a message this connection began to write
                 others += 1
@@ -397,13 +406,29 @@ class Outbound:
                 if cls is Ping:
                     pinged = True  # the heartbeat times its answer from the write
                 buf += _COMMAND_ENCODERS[cls](codec, item)
-            if len(buf) >= WRITE_BATCH:
+            if ends is not None:
+                ends.append(len(buf))
+                payloads.append(octets)
+            if len(buf) >= limit:
                 break
         if buf:
             parts.append(buf)
-        transmit = Transmit(parts, used, used - others, octets)
-        transmit.pinged = pinged
-        return transmit
+        recorded = payloads if ends is not None else None
+        return Transmit(parts, used, used - others, octets, pinged, ends, recorded)
+
+    def _sealed(
+        self, buf: bytearray, batch: Sequence[Any], limit: int, ends: list[int] | None
+    ) -> tuple[int, int, list[int]]:
+        """The stream of short one-frame messages at the head of ``batch``, wrapped in
+        the mechanism's loop into ``buf``: how many, their payload bytes and, with
+        ``ends``, the payload up to the end of each. Each box of a run is a 2-byte
+        header and the mechanism's overhead around its payload."""
+        assert self._seal_run is not None
+        used = self._seal_run(buf, batch, 0, limit, ends)
+        framing = self._framing
+        if ends is None:
+            return used, len(buf) - used * framing, []
+        return used, len(buf) - used * framing, [e - framing * n for n, e in enumerate(ends, 1)]
 
     # -- the write-through's --------------------------------------------------------------
     def encode_messages(self, items: Sequence[Any], limit: int = WRITE_BATCH) -> Transmit:
@@ -412,60 +437,7 @@ class Outbound:
         non-blocking write may take in part (:meth:`Transmit.split`). It stops at
         anything the writer must take: a command, a big frame, the rest of a
         message begun, a hangup."""
-        share = self.share
-        encode_into = self.encode_into
-        short = self._short
-        buf = bytearray()
-        ends: list[int] = []
-        # each message's payload bytes, for the counts of what goes out
-        sizes: list[int] = []
-        batch: Any = items
-        seal_run = self._seal_run
-        if seal_run is not None:
-            # a run of short one-frame messages boxed in the mechanism's loop (CURVE),
-            # as the writer does
-            used = seal_run(buf, items, 0, limit, ends)
-            if used:
-                sizes = list(map(len, map(_first, islice(items, used))))
-            if len(buf) >= limit:
-                batch = ()
-            elif used:
-                batch = islice(items, used, None)
-        for item in batch:
-            cls = item.__class__
-            if cls is list:
-                last = item[-1]
-                size = len(last)
-                if size < 256 and short is not None and len(item) == 1:
-                    # the commonest: encode_plain_into's work, inline (as the writer)
-                    buf += short[size]
-                    buf += last
-                    sizes.append(size)
-                elif size < BIG_FRAME:
-                    encode_into(buf, item)
-                    sizes.append(sum(map(len, item)))
-                else:
-                    break
-            elif cls is Fanout:
-                wire = item.wire
-                if not share:
-                    encode_into(buf, item.frames)
-                elif wire is None:
-                    start = len(buf)
-                    encode_into(buf, item.frames)
-                    item.wire = bytes(buf[start:])
-                else:
-                    buf += wire
-                sizes.append(item.size)
-            else:
-                break
-            ends.append(len(buf))
-            if len(buf) >= limit:
-                break
-        transmit = Transmit([buf], len(ends), len(ends), sum(sizes))
-        transmit.ends = ends
-        transmit._sizes = sizes
-        return transmit
+        return self._encode(items, limit, [])
 
     def encode_message(self, item: object) -> tuple[bytearray, int] | None:
         """One message alone (a queue's only item, written by the sending task): its
