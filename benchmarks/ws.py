@@ -147,14 +147,12 @@ def frame_codec_alone(size: int, count: int) -> dict[str, float]:
 def _zws_pair() -> tuple[Any, Any]:
     """A ZWS client and server past the upgrade and the NULL handshake."""
     from trizmq.patterns.sockets import socket_type
+    from trizmq.zmtp import Connection
     from trizmq.zmtp.zws import ZwsConnection
 
-    client = ZwsConnection(
-        "DEALER", **socket_type("DEALER").handshake_facts(), client=True, host="bench:1", path="/"
-    )
-    server = ZwsConnection(
-        "DEALER", **socket_type("DEALER").handshake_facts(), client=False, host="bench:1", path="/"
-    )
+    facts = socket_type("DEALER").handshake_facts()
+    client = ZwsConnection(Connection("DEALER", **facts), client=True, host="bench:1", path="/")
+    server = ZwsConnection(Connection("DEALER", **facts), client=False, host="bench:1", path="/")
     server.start()
     server.receive_data(client.start())
     for _ in range(4):

@@ -35,8 +35,8 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 with atheris.instrument_imports(include=["trizmq.zmtp"]):
-    from trizmq.zmtp import ProtocolError, Received
-    from trizmq.zmtp.compressed import CompressedConnection
+    from trizmq.zmtp import Connection, ProtocolError, Received
+    from trizmq.zmtp.compressed import CompressedConnection, wire_limit
     from trizmq.zmtp.compression import PartTransform
 
 try:
@@ -120,7 +120,8 @@ def _frames(parts: list[bytes]) -> bytes:
 
 
 def _read(scheme: str, limit: int, pieces: list[bytes]) -> tuple[list[Received], bool]:
-    conn = CompressedConnection("PULL", scheme=scheme, maxmsgsize=limit, **PULL_FACTS)
+    inner = Connection("PULL", maxmsgsize=wire_limit(limit), **PULL_FACTS)
+    conn = CompressedConnection(inner, scheme=scheme, maxmsgsize=limit)
     conn.start()
     events: list[Received] = []
     try:

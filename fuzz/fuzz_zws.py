@@ -33,6 +33,7 @@ with atheris.instrument_imports(include=["trizmq.zmtp"]):
     from trizmq.patterns.sockets import socket_type as row_of
     from trizmq.zmtp import (
         Cancel,
+        Connection,
         PlainServerMechanism,
         ProtocolError,
         Received,
@@ -54,27 +55,15 @@ MAX_SUBSCRIPTION = 40
 
 
 def _server(socket_type: str = "PULL", **kw: object) -> ZwsConnection:
-    conn = ZwsConnection(
-        socket_type,
-        **row_of(socket_type).handshake_facts(),
-        client=False,
-        host="h:1",
-        path="/zmq",
-        **kw,
-    )  # type: ignore[arg-type]
+    inner = Connection(socket_type, **row_of(socket_type).handshake_facts(), **kw)  # type: ignore[arg-type]
+    conn = ZwsConnection(inner, client=False, host="h:1", path="/zmq")
     conn.start()
     return conn
 
 
 def _client(socket_type: str = "PUSH") -> ZwsConnection:
-    return ZwsConnection(
-        socket_type,
-        **row_of(socket_type).handshake_facts(),
-        client=True,
-        host="h:1",
-        path="/zmq",
-        identity=b"me",
-    )
+    inner = Connection(socket_type, **row_of(socket_type).handshake_facts(), identity=b"me")
+    return ZwsConnection(inner, client=True, host="h:1", path="/zmq")
 
 
 def _request(protocols: list[str]) -> bytes:

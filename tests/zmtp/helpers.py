@@ -166,7 +166,7 @@ def connection(socket_type: str, **kwargs: Any) -> Connection:
 def zws_connection(socket_type: str, **kwargs: Any) -> Any:
     """A :class:`~trizmq.zmtp.zws.ZwsConnection` told its row's facts, as
     :func:`connection` tells a ZMTP one."""
-    from trizmq.patterns.sockets import socket_type as row_of
     from trizmq.zmtp.zws import ZwsConnection
 
-    return ZwsConnection(socket_type, **{**row_of(socket_type).handshake_facts(), **kwargs})
+    outer = {key: kwargs.pop(key) for key in ("client", "host", "path")}
+    return ZwsConnection(connection(socket_type, **kwargs), **outer)

@@ -21,10 +21,10 @@ from trizmq.zmtp import (
     ZapReply,
     curve_keypair,
 )
-from trizmq.zmtp.compressed import WIRE_SLACK, CompressedConnection
+from trizmq.zmtp.compressed import WIRE_SLACK, CompressedConnection, wire_limit
 from trizmq.zmtp.compression import DEFAULT_LIMIT
 
-from .helpers import ConnectionPair, raw_frame, raw_greeting, raw_ready
+from .helpers import ConnectionPair, connection, raw_frame, raw_greeting, raw_ready
 from .omq_vectors import LZ4_DICT, TEXT, ZSTD_DICT
 
 SCHEMES = ["lz4+tcp", "zstd+tcp"]
@@ -32,9 +32,11 @@ SCHEMES = ["lz4+tcp", "zstd+tcp"]
 
 def compressed(socket_type: str, **kw: Any) -> CompressedConnection:
     """A codec told its socket type's row of the table, as the runtime tells it."""
-    from trizmq.patterns.sockets import socket_type as row_of
-
-    return CompressedConnection(socket_type, **{**row_of(socket_type).handshake_facts(), **kw})
+    maxmsgsize = kw.pop("maxmsgsize", -1)
+    transform = ("scheme", "level", "dictionary", "auto_train")
+    outer = {key: kw.pop(key) for key in transform if key in kw}
+    inner = connection(socket_type, maxmsgsize=wire_limit(maxmsgsize), **kw)
+    return CompressedConnection(inner, maxmsgsize=maxmsgsize, **outer)
 
 
 def _pair(scheme: str, a_type: str = "PUSH", b_type: str = "PULL", **kw: Any) -> ConnectionPair:

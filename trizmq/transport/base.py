@@ -43,6 +43,7 @@ from ..zmtp.outbound import Framer
 if TYPE_CHECKING:
     from .._monitor import MonitorEvent
     from .._options import Options
+    from ..zmtp import Connection
     from ..zmtp.compression import PartCounts
     from ..zmtp.encoding import Buffer
     from ..zmtp.events import Received
@@ -487,12 +488,25 @@ run_transports: trio.lowlevel.RunVar[Mapping[str, Transport] | None] = trio.lowl
 def zmtp_codec(kind: SocketKind, options: Options) -> Codec:
     """The ZMTP 3.x codec (greeting, mechanism, frames): what byte streams speak
     unless their transport names another, or the type speaks raw bytes (STREAM)."""
-    from ..zmtp import Connection
-
     if kind.codec == "raw":
         from ..zmtp.raw import RawConnection
 
         return RawConnection()
+    return zmtp_connection(kind, options)
+
+
+def zmtp_connection(
+    kind: SocketKind,
+    options: Options,
+    *,
+    maxmsgsize: int | None = None,
+    max_subscription: int | None = None,
+) -> Connection:
+    """A ZMTP connection of the socket's type, mechanism, identity and limits: the
+    tcp codec, and the inner connection of the codecs that wrap one (ws, compressed),
+    which may bound a message or a subscription otherwise."""
+    from ..zmtp import Connection
+
     security = options.security
     return Connection(
         kind.name,
@@ -500,9 +514,11 @@ def zmtp_codec(kind: SocketKind, options: Options) -> Codec:
         sends_identity=kind.sends_identity,
         takes_subscriptions=kind.takes_subscriptions,
         identity=options.routing_id or b"",
-        maxmsgsize=options.maxmsgsize,
+        maxmsgsize=options.maxmsgsize if maxmsgsize is None else maxmsgsize,
         max_frames=options.max_frames,
-        max_subscription=subscription_bound(options),
+        max_subscription=(
+            subscription_bound(options) if max_subscription is None else max_subscription
+        ),
         mechanism=security.mechanism() if security is not None else None,
     )
 

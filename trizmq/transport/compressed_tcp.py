@@ -18,7 +18,7 @@ import trio
 
 from .._errors import EndpointError
 from .addresses import parse_host_port
-from .base import Codec, Endpoint, Listener, SocketKind, effective_backlog
+from .base import Codec, Endpoint, Listener, SocketKind, effective_backlog, zmtp_connection
 from .tcp import abort_on_close, connect_tcp, listen_tcp
 
 if TYPE_CHECKING:
@@ -70,19 +70,17 @@ class CompressedTcpTransport:
         self, kind: SocketKind, options: Options, endpoint: Endpoint, *, client: bool
     ) -> Codec:
         """ZMTP with its parts compressed, with the socket's mechanism and options."""
-        from ..zmtp.compressed import CompressedConnection
+        from ..zmtp.compressed import CompressedConnection, wire_limit
 
-        security = options.security
+        # the inner connection bounds a message on the wire, and refuses no
+        # subscription at its header (see trizmq.zmtp.compressed)
+        inner = zmtp_connection(
+            kind, options, maxmsgsize=wire_limit(options.maxmsgsize), max_subscription=-1
+        )
         return CompressedConnection(
-            kind.name,
+            inner,
             scheme=self.scheme,
-            peers=kind.peers,
-            sends_identity=kind.sends_identity,
-            takes_subscriptions=kind.takes_subscriptions,
-            mechanism=security.mechanism() if security is not None else None,
-            identity=options.routing_id or b"",
             maxmsgsize=options.maxmsgsize,
-            max_frames=options.max_frames,
             level=options.compression_level,
             dictionary=options.compression_dict,
             auto_train=options.compression_auto_train,

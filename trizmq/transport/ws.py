@@ -27,7 +27,7 @@ from .base import (
     ListenerBase,
     SocketKind,
     effective_backlog,
-    subscription_bound,
+    zmtp_connection,
 )
 from .tcp import TCPListener, abort_on_close, connect_tcp, listen_tcp
 
@@ -116,22 +116,13 @@ class WsTransport:
         """ZWS 2.0 with the socket's mechanism."""
         from ..zmtp.zws import ZwsConnection
 
-        security = options.security
         host = endpoint.host or ""
         shown = f"[{host}]" if ":" in host else host
         return ZwsConnection(
-            kind.name,
+            zmtp_connection(kind, options),
             client=client,
-            peers=kind.peers,
-            sends_identity=kind.sends_identity,
-            takes_subscriptions=kind.takes_subscriptions,
             host=f"{shown}:{endpoint.port}",
             path=endpoint.path or "/",
-            mechanism=security.mechanism() if security is not None else None,
-            identity=options.routing_id or b"",
-            maxmsgsize=options.maxmsgsize,
-            max_frames=options.max_frames,
-            max_subscription=subscription_bound(options),
         )
 
     def abort(self, stream: trio.abc.Stream) -> None:

@@ -39,17 +39,17 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from .compression import DEFAULT_LIMIT, PartCounts, PartTransform
 from .connection import Connection, Received
 from .encoding import Buffer
 from .errors import ProtocolError
 from .events import HandshakeComplete
-from .mechanism import Mechanism, ZapReply
+from .mechanism import ZapReply
 from .wrapping import InnerConnectionFacts
 
-__all__ = ["WIRE_SLACK", "CompressedConnection"]
+__all__ = ["WIRE_SLACK", "CompressedConnection", "wire_limit"]
 
 #: what a message may weigh on the wire beyond its decompressed limit: a dictionary
 #: shipment (64 KiB at most), and 4 bytes of sentinel and up to 7 of a longer
@@ -57,52 +57,48 @@ __all__ = ["WIRE_SLACK", "CompressedConnection"]
 WIRE_SLACK = 64 * 1024 + 64
 
 
+def wire_limit(maxmsgsize: int) -> int:
+    """The inner connection's ``maxmsgsize`` for a socket's: a message's bound on the
+    wire, its decompressed bound (or :data:`~trizmq.zmtp.compression.DEFAULT_LIMIT`)
+    plus :data:`WIRE_SLACK`."""
+    return (maxmsgsize if maxmsgsize >= 0 else DEFAULT_LIMIT) + WIRE_SLACK
+
+
 class CompressedConnection(InnerConnectionFacts):
     """The codec of one compressed connection; see the module docstring.
 
-    ``scheme`` is ``"lz4+tcp"`` or ``"zstd+tcp"``; ``level``, ``dictionary`` and
-    ``auto_train`` are the socket's ``compression_*`` options (see
-    :class:`~trizmq.zmtp.compression.PartTransform`); the others are those of
-    :class:`~trizmq.zmtp.connection.Connection` (``peers``, ``sends_identity`` and
-    ``takes_subscriptions``: the socket type's row of the table, as the runtime
-    tells it).
+    ``inner`` is the ZMTP connection it speaks through, made as for tcp but bounded
+    as the module docstring says: ``maxmsgsize`` :func:`wire_limit` of the socket's
+    and no ``max_subscription``. ``scheme`` is ``"lz4+tcp"`` or ``"zstd+tcp"``;
+    ``maxmsgsize`` is the socket's (the decompressed bound); ``level``,
+    ``dictionary`` and ``auto_train`` are its ``compression_*`` options (see
+    :class:`~trizmq.zmtp.compression.PartTransform`).
     """
 
     def __init__(
         self,
-        socket_type: str,
+        inner: Connection,
         *,
         scheme: str,
-        peers: Collection[str] | None,
-        sends_identity: bool = False,
-        takes_subscriptions: bool = False,
-        mechanism: Mechanism | None = None,
-        identity: bytes = b"",
         maxmsgsize: int = -1,
-        max_frames: int = -1,
         level: int | None = None,
         dictionary: bytes | None = None,
         auto_train: bool = False,
     ) -> None:
+        if inner.maxmsgsize != wire_limit(maxmsgsize):
+            raise ValueError(
+                f"the inner connection's maxmsgsize must be wire_limit({maxmsgsize}) = "
+                f"{wire_limit(maxmsgsize)}, not {inner.maxmsgsize}"
+            )
         self._transform = PartTransform(
             scheme,
             level=level,
             dictionary=dictionary,
             auto_train=auto_train,
             limit=maxmsgsize,
-            max_frames=max_frames,
+            max_frames=inner.max_frames,
         )
-        limit = maxmsgsize if maxmsgsize >= 0 else DEFAULT_LIMIT
-        self._inner = Connection(
-            socket_type,
-            peers=peers,
-            sends_identity=sends_identity,
-            takes_subscriptions=takes_subscriptions,
-            mechanism=mechanism,
-            identity=identity,
-            maxmsgsize=limit + WIRE_SLACK,
-            max_frames=max_frames,
-        )
+        self._inner = inner
         #: why the connection failed, once it did (every later read raises it again)
         self._dead: ProtocolError | None = None
         self._bare = False

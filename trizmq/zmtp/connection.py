@@ -157,6 +157,25 @@ def _parse_run(
     return stop
 
 
+def _ready_properties(
+    socket_type: str, identity: bytes | None, metadata: Mapping[str, bytes] | None
+) -> dict[str, bytes]:
+    """The properties of our READY (Socket-Type, Identity where one is sent, the
+    application's ``X-`` metadata), each checked now, not in the middle of a
+    handshake."""
+    if not socket_type or not socket_type.isascii():
+        raise ValueError(f"a socket type is an ASCII name, not {socket_type!r}")
+    local: dict[str, bytes] = {"Socket-Type": socket_type.encode("ascii")}
+    if identity is not None:
+        local["Identity"] = bytes(identity)
+    for name, value in (metadata or {}).items():
+        if not name.startswith("X-") or len(name) < 3:
+            raise ValueError(f"application metadata names must start with 'X-': {name!r}")
+        local[name] = bytes(value)
+    encode_metadata(local)
+    return local
+
+
 class Connection(Handshaking):
     """The protocol state of one connection, from greeting to traffic.
 
@@ -194,8 +213,6 @@ class Connection(Handshaking):
         max_subscription: int = -1,
         metadata: Mapping[str, bytes] | None = None,
     ) -> None:
-        if not socket_type or not socket_type.isascii():
-            raise ValueError(f"a socket type is an ASCII name, not {socket_type!r}")
         if len(identity) > MAX_IDENTITY:
             raise ValueError(f"identity is at most {MAX_IDENTITY} bytes")
         if maxmsgsize < -1:
@@ -204,19 +221,16 @@ class Connection(Handshaking):
             raise ValueError("max_frames must be -1 (no limit) or >= 1")
         if max_subscription < -1:
             raise ValueError("max_subscription must be -1 (no limit) or >= 0")
-        local: dict[str, bytes] = {"Socket-Type": socket_type.encode("ascii")}
-        if sends_identity:
-            local["Identity"] = bytes(identity)
-        for name, value in (metadata or {}).items():
-            if not name.startswith("X-") or len(name) < 3:
-                raise ValueError(f"application metadata names must start with 'X-': {name!r}")
-            local[name] = bytes(value)
-        encode_metadata(local)  # fail here, not in the middle of a handshake
+        local = _ready_properties(socket_type, identity if sends_identity else None, metadata)
 
         self._socket_type = socket_type
+        #: our own routing id, as given (sent in READY only where ``sends_identity``)
+        self.identity = bytes(identity)
         self._mechanism = mechanism if mechanism is not None else NullMechanism()
         self._local_metadata = local
-        self._maxmsgsize = maxmsgsize
+        #: the bounds of one incoming message, in bytes and in frames (-1: none), as given
+        self.maxmsgsize = maxmsgsize
+        self.max_frames = max_frames
         # a single comparison per frame covers both the option and the grammar's cap
         self._limit = maxmsgsize if maxmsgsize >= 0 else MAX_FRAME_SIZE
         self._max_frames = max_frames if max_frames > 0 else MAX_FRAME_SIZE
@@ -224,6 +238,9 @@ class Connection(Handshaking):
         # frame may be a subscription over it (a ``\x01topic`` message one byte over):
         # the grammar's cap where no frame is ever refused so (not a PUB or XPUB)
         bounded = max_subscription >= 0 and takes_subscriptions
+        #: the longest topic a peer may subscribe to (None: no bound, or not a type
+        #: that takes subscriptions)
+        self.subscription_bound = max_subscription if bounded else None
         self._max_subscription = max_subscription if bounded else MAX_FRAME_SIZE
         self._subscription_frame = max_subscription + 1 if bounded else MAX_FRAME_SIZE
         #: the wire size of the message in progress (its frames so far)
@@ -508,14 +525,14 @@ class Connection(Handshaking):
         if size > MAX_FRAME_SIZE:
             return ProtocolError(f"frame size {size} exceeds 2^63-1")
         return ProtocolError(
-            f"frame of {size} bytes exceeds maxmsgsize {self._maxmsgsize}", cause="limit"
+            f"frame of {size} bytes exceeds maxmsgsize {self.maxmsgsize}", cause="limit"
         )
 
     def _overlong(self, used: int, frames: int) -> ProtocolError:
         """The message in progress broke a limit: its wire size or its frame count."""
         if used > self._limit:
             return ProtocolError(
-                f"message of {used} bytes on the wire so far exceeds maxmsgsize {self._maxmsgsize}",
+                f"message of {used} bytes on the wire so far exceeds maxmsgsize {self.maxmsgsize}",
                 cause="limit",
             )
         return ProtocolError(

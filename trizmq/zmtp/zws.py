@@ -52,7 +52,7 @@ way, unreported: it could cancel nothing held.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
@@ -72,7 +72,7 @@ from .events import HandshakeComplete, Ping, SubscriptionRefused
 from .frames import COMMAND, LONG, MAX_FRAME_SIZE, MORE, SHORT_HEADERS, frame_header
 from .greeting import build_greeting
 from .handshake import HANDSHAKE_FRAME_LIMIT, MAX_IDENTITY
-from .mechanism import Mechanism, ZapReply
+from .mechanism import ZapReply
 from .metadata import encode_metadata
 from .rfc6455 import BINARY, CLOSE, MAX_CONTROL, PING, PONG, TEXT, FrameDecoder, FrameEncoder
 from .wrapping import InnerConnectionFacts
@@ -127,42 +127,20 @@ class _EndedByPeer(ConnectionResetError):
 class ZwsConnection(InnerConnectionFacts):
     """The codec of one ZWS 2.0 connection; see the module docstring.
 
-    ``client`` is the connecting side, which sends the upgrade request for ``path``
-    on ``host`` (``host:port``); a server checks that a request asks for ``path``.
-    The other arguments are those of :class:`~trizmq.zmtp.connection.Connection`.
+    ``inner`` is the ZMTP connection it speaks through, made as for tcp (its socket
+    type, mechanism, identity and limits are the socket's; ``maxmsgsize`` bounds a
+    WebSocket message too). ``client`` is the connecting side, which sends the
+    upgrade request for ``path`` on ``host`` (``host:port``); a server checks that a
+    request asks for ``path``.
     """
 
-    def __init__(
-        self,
-        socket_type: str,
-        *,
-        client: bool,
-        host: str,
-        path: str,
-        peers: Collection[str] | None,
-        sends_identity: bool = False,
-        takes_subscriptions: bool = False,
-        mechanism: Mechanism | None = None,
-        identity: bytes = b"",
-        maxmsgsize: int = -1,
-        max_frames: int = -1,
-        max_subscription: int = -1,
-    ) -> None:
-        self._inner = Connection(
-            socket_type,
-            peers=peers,
-            sends_identity=sends_identity,
-            takes_subscriptions=takes_subscriptions,
-            mechanism=mechanism,
-            identity=identity,
-            maxmsgsize=maxmsgsize,
-            max_frames=max_frames,
-            max_subscription=max_subscription,
-        )
+    def __init__(self, inner: Connection, *, client: bool, host: str, path: str) -> None:
+        self._inner = inner
         self._client = client
         self._host = host
         self._path = path or "/"
-        self._identity = identity
+        self._identity = inner.identity
+        maxmsgsize = inner.maxmsgsize
         self._ws = WSConnection(ConnectionType.CLIENT if client else ConnectionType.SERVER)
         self._decoder = FrameDecoder(client=client)
         self._encoder = FrameEncoder(client=client)
@@ -179,11 +157,7 @@ class ZwsConnection(InnerConnectionFacts):
         self._partial: list[bytes | bytearray] = []
         self._partial_size = 0
         #: the longest topic a subscription may carry (None: no bound, not a PUB or XPUB)
-        self._max_subscription = (
-            max_subscription
-            if max_subscription >= 0 and takes_subscriptions
-            else None
-        )
+        self._max_subscription = inner.subscription_bound
         #: the last ZMTP frame was a message's with more to follow: the next one is not
         #: a subscription
         self._more = False
