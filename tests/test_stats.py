@@ -73,6 +73,22 @@ def test_the_snapshot_is_frozen_and_every_reason_is_there() -> None:
     assert trizmq.SocketStats is SocketStats and trizmq.PeerStats is PeerStats
 
 
+def test_whose_figures_first_then_the_counters_by_keyword() -> None:
+    stats = SocketStats("PUB", messages_sent=3, subscriptions=2)
+    assert repr(stats).startswith("SocketStats(socket_type='PUB', messages_sent=3, ")
+    peer = PeerStats("inproc://a", None, b"id", queued_in=1, rtt=0.5)
+    assert (peer.endpoint, peer.remote, peer.routing_id) == ("inproc://a", None, b"id")
+    assert repr(peer).startswith("PeerStats(endpoint='inproc://a', remote=None, ")
+    # the counters a peer and a socket share are the same fields, of the same defaults
+    shared = {f.name for f in attrs.fields(PeerStats)} & {f.name for f in attrs.fields(SocketStats)}
+    assert shared == {
+        "messages_sent", "messages_received", "bytes_sent", "bytes_received",
+        "wire_bytes_sent", "wire_bytes_received", "drops", "filtered", "queued_out",
+        "queued_in", "queued_out_peak", "queued_in_peak", "subscriptions",
+    }  # fmt: skip
+    assert attrs.evolve(stats, peers=(peer,)).peers == (peer,)
+
+
 async def test_messages_and_bytes_exact_both_ways(endpoint: str) -> None:
     messages = [[b"x" * (i % 300)] for i in range(3000)]
     messages += [[b"one", b"two", b"three"], [b""], [b"y" * 70_000, b"z"]]

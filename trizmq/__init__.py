@@ -4,6 +4,7 @@ Sockets are async context managers whose nursery owns every task they run; they
 speak ZMTP 3.1 (and accept 3.0 peers) and interoperate with libzmq.
 """
 
+from . import _monitor
 from . import auth as auth  # the certificates module, trizmq.auth
 from ._errors import (
     EndpointError,
@@ -15,21 +16,7 @@ from ._errors import (
 )
 from ._merge import merge
 from ._message import Message
-from ._monitor import (
-    Accepted,
-    BindFailed,
-    Closed,
-    ConnectDelayed,
-    Connected,
-    ConnectRetried,
-    Disconnected,
-    HandshakeFailed,
-    HandshakeSucceeded,
-    Listening,
-    Monitor,
-    MonitorEvent,
-    Stats,
-)
+from ._monitor import *  # noqa: F403  (Monitor and its events: the names of its __all__)
 from ._proxy import proxy, proxy_steerable
 from ._security import (
     CurveClient,
@@ -84,19 +71,6 @@ __all__ = [
     "Radio",
     "Scatter",
     "Server",
-    "Accepted",
-    "BindFailed",
-    "Closed",
-    "ConnectDelayed",
-    "ConnectRetried",
-    "Connected",
-    "Disconnected",
-    "HandshakeFailed",
-    "HandshakeSucceeded",
-    "Listening",
-    "Monitor",
-    "MonitorEvent",
-    "Stats",
     "PeerStats",
     "SocketStats",
     "Dealer",
@@ -124,6 +98,7 @@ __all__ = [
     "ZMQError",
     "ZMQOSError",
 ]
+__all__ += _monitor.__all__  # the monitor module lists its public names once, there
 
 __version__ = "0.1.0"
 

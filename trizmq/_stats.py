@@ -116,8 +116,40 @@ def _zeroes(names: tuple[str, ...]) -> dict[str, int]:
     return dict.fromkeys(names, 0)
 
 
-@attrs.frozen
-class PeerStats:
+def _identity_first(
+    cls: type, fields: list[attrs.Attribute[object]]
+) -> list[attrs.Attribute[object]]:
+    """A snapshot's positional fields (whose figures these are) before the counters, which
+    are keywords: the order of its repr and of ``attrs.asdict``."""
+    return [f for f in fields if not f.kw_only] + [f for f in fields if f.kw_only]
+
+
+@attrs.frozen(kw_only=True)
+class _Counters:
+    """The counters a peer and a socket both keep, declared once (keywords only).
+
+    What each means for a peer, and for the socket (the sum over its peers, those gone
+    included), is in :class:`PeerStats` and :class:`SocketStats`; each adds what is its
+    own: whose figures they are (positional, first) and its other counters.
+    """
+
+    messages_sent: int = 0
+    messages_received: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    wire_bytes_sent: int = 0
+    wire_bytes_received: int = 0
+    drops: Mapping[str, int] = attrs.field(factory=lambda: _zeroes(DROP_REASONS))
+    filtered: int = 0
+    queued_out: int = 0
+    queued_in: int = 0
+    queued_out_peak: int = 0
+    queued_in_peak: int = 0
+    subscriptions: int = 0
+
+
+@attrs.frozen(field_transformer=_identity_first)
+class PeerStats(_Counters):
     """One current peer's figures, part of :attr:`SocketStats.peers`.
 
     Attributes:
@@ -162,26 +194,13 @@ class PeerStats:
     endpoint: str
     remote: str | None = None
     routing_id: bytes | None = None
-    messages_sent: int = 0
-    messages_received: int = 0
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    wire_bytes_sent: int = 0
-    wire_bytes_received: int = 0
-    queued_out: int = 0
-    queued_in: int = 0
-    queued_out_peak: int = 0
-    queued_in_peak: int = 0
-    drops: Mapping[str, int] = attrs.field(factory=lambda: _zeroes(DROP_REASONS))
-    pings_sent: int = 0
-    rtt: float | None = None
-    rtt_mean: float | None = None
-    subscriptions: int = 0
-    filtered: int = 0
+    pings_sent: int = attrs.field(default=0, kw_only=True)
+    rtt: float | None = attrs.field(default=None, kw_only=True)
+    rtt_mean: float | None = attrs.field(default=None, kw_only=True)
 
 
-@attrs.frozen
-class SocketStats:
+@attrs.frozen(field_transformer=_identity_first)
+class SocketStats(_Counters):
     """A socket's counters at one moment, returned by ``sock.stats()``.
 
     Attributes:
@@ -219,27 +238,14 @@ class SocketStats:
     """
 
     socket_type: str
-    messages_sent: int = 0
-    messages_received: int = 0
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    wire_bytes_sent: int = 0
-    wire_bytes_received: int = 0
-    drops: Mapping[str, int] = attrs.field(factory=lambda: _zeroes(DROP_REASONS))
-    filtered: int = 0
-    queued_out: int = 0
-    queued_in: int = 0
-    queued_out_peak: int = 0
-    queued_in_peak: int = 0
-    peers: tuple[PeerStats, ...] = ()
+    peers: tuple[PeerStats, ...] = attrs.field(default=(), kw_only=True)
     connections: Mapping[str, int] = attrs.field(
-        factory=lambda: _zeroes(CONNECTION_EVENTS)
+        factory=lambda: _zeroes(CONNECTION_EVENTS), kw_only=True
     )
     disconnect_causes: Mapping[str, int] = attrs.field(
-        factory=lambda: _zeroes(DISCONNECT_CAUSES)
+        factory=lambda: _zeroes(DISCONNECT_CAUSES), kw_only=True
     )
     handshake_failure_causes: Mapping[str, int] = attrs.field(
-        factory=lambda: _zeroes(HANDSHAKE_FAILURE_CAUSES)
+        factory=lambda: _zeroes(HANDSHAKE_FAILURE_CAUSES), kw_only=True
     )
-    subscriptions: int = 0
-    subscriptions_refused: int = 0
+    subscriptions_refused: int = attrs.field(default=0, kw_only=True)

@@ -7,6 +7,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+import trizmq
 from trizmq.cli._common import (
     CAN_RECV,
     CAN_SEND,
@@ -27,6 +28,19 @@ def test_type_tables_match_the_socket_strategies() -> None:
         assert (name in CAN_SEND) == strategy.can_send, name
         assert (name in CAN_RECV) == strategy.can_recv, name
     assert set(SOCKET_TYPES) >= SINGLE_PART
+
+
+def test_the_types_are_the_tables_zmtp_ones() -> None:
+    # the command line's types come from the socket-type table: every type that speaks
+    # ZMTP, each by its public class; the choices users see stay these
+    assert sorted(SOCKET_TYPES) == [
+        "channel", "client", "dealer", "dish", "gather", "pair", "peer", "pub", "pull",
+        "push", "radio", "rep", "req", "router", "scatter", "server", "sub", "xpub", "xsub",
+    ]  # fmt: skip
+    for name, cls in SOCKET_TYPES.items():
+        assert cls.socket_type == name.upper()
+        assert getattr(trizmq, cls.__name__) is cls
+    assert "stream" not in SOCKET_TYPES  # raw tcp peers, no ZMTP
 
 
 @pytest.mark.parametrize("fmt", ["line", "length-prefixed"])

@@ -137,3 +137,20 @@ def test_default_names_for_a_list(reader: tuple[InMemoryMetricReader, MeterProvi
     trizmq.metrics.instrument_otel(provider, [sock])
     ((attributes, _),) = points(memory)["trizmq.peers"]
     assert attributes["trizmq.socket.name"].startswith("pub-")
+
+
+def test_each_instrument_is_a_socket_metric_of_the_same_figure() -> None:
+    # both exporters' tables are made from one row per figure: same order, kind, help
+    pairs = zip(trizmq.metrics.SOCKET_METRICS, trizmq.metrics.INSTRUMENTS, strict=True)
+    for metric, instrument in pairs:
+        assert metric.kind == instrument.kind, metric.name
+        assert (metric.label is None) == (instrument.key is None), metric.name
+        assert (metric.unit == "seconds") == (instrument.unit == "s"), metric.name
+    described = {row.name: row.description for row in trizmq.metrics.INSTRUMENTS}
+    # a description naming another figure names it as this exporter does
+    assert described["trizmq.queue.depth.peak"] == (
+        "The most trizmq.queue.depth has been since the socket opened."
+    )
+    assert described["messaging.client.sent.messages"] == (
+        "Whole messages handed to a peer's queue (a message that reaches K peers counts K)."
+    )

@@ -28,6 +28,7 @@ import click
 import trio
 
 import trizmq
+from trizmq.patterns.sockets import SOCKET_TYPES as _TYPE_TABLE
 
 __all__ = [
     "CAN_RECV",
@@ -47,37 +48,22 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., object])
 
+#: trizmq's socket classes, by the Socket-Type each names
+_CLASSES: dict[str, type[trizmq.Socket]] = {
+    cls.socket_type: cls
+    for cls in (getattr(trizmq, name) for name in trizmq.__all__)
+    if isinstance(cls, type) and issubclass(cls, trizmq.Socket) and cls.socket_type
+}
+#: the rows of the socket-type table the command line takes: those that speak ZMTP
+#: (STREAM's peers speak raw tcp)
+_ROWS = [row for row in _TYPE_TABLE.values() if row.codec == "zmtp"]
 #: every socket type the command line knows, by its lower-case name
 SOCKET_TYPES: dict[str, type[trizmq.Socket]] = {
-    cls.socket_type.lower(): cls
-    for cls in (
-        trizmq.Pair,
-        trizmq.Pub,
-        trizmq.Sub,
-        trizmq.XPub,
-        trizmq.XSub,
-        trizmq.Push,
-        trizmq.Pull,
-        trizmq.Req,
-        trizmq.Rep,
-        trizmq.Dealer,
-        trizmq.Router,
-        trizmq.Radio,
-        trizmq.Dish,
-        trizmq.Client,
-        trizmq.Server,
-        trizmq.Scatter,
-        trizmq.Gather,
-        trizmq.Channel,
-        trizmq.Peer,
-    )
+    row.name.lower(): _CLASSES[row.name] for row in _ROWS
 }
-
-#: the types that can send / receive (tests check these against the socket strategies)
-_SEND = "pair pub xpub xsub push req rep dealer router radio client server scatter channel peer"
-_RECV = "pair sub xsub xpub pull req rep dealer router dish client server gather channel peer"
-CAN_SEND = frozenset(_SEND.split(" "))
-CAN_RECV = frozenset(_RECV.split(" "))
+#: the types that can send / receive, as their strategies say
+CAN_SEND = frozenset(row.name.lower() for row in _ROWS if row.strategy.can_send)
+CAN_RECV = frozenset(row.name.lower() for row in _ROWS if row.strategy.can_recv)
 #: the draft types whose messages have exactly one frame
 SINGLE_PART = frozenset(
     ("radio", "dish", "client", "server", "scatter", "gather", "channel", "peer")

@@ -1,7 +1,8 @@
 """Sockets' counters as OpenTelemetry observable instruments (``opentelemetry-api``).
 
 Strategy: as for Prometheus, nothing happens per message. :func:`instrument_otel`
-creates one observable instrument per row of :data:`INSTRUMENTS`; when the SDK
+creates one observable instrument per row of :data:`INSTRUMENTS` (made from the
+figures it shares with Prometheus, ``_figures``); when the SDK
 collects, the first instrument's callback takes every socket's snapshot and the
 others read the same snapshots, so one collection costs one ``stats()`` per socket.
 
@@ -32,11 +33,10 @@ from opentelemetry import metrics as otel
 from .. import __version__, _open_sockets
 from .._open_sockets import Observed
 from .._stats import SocketStats
-from ._snapshot import failure_causes, max_rtt, mean_rtt, take, zap_statuses
+from ._figures import FIGURES, Value
+from ._snapshot import take
 
 __all__ = ["INSTRUMENTS", "InstrumentRow", "OtelInstrumentation", "instrument_otel"]
-
-Value = float | int | None | Mapping[str, float | int]
 
 #: a snapshot older than this is taken again even if the first instrument was not observed
 _STALE = 1.0
@@ -56,95 +56,27 @@ class InstrumentRow:
     attributes: Mapping[str, str] = attrs.field(factory=dict)
 
 
-_SEND = {"messaging.operation.name": "send", "messaging.operation.type": "send"}
-_RECEIVE = {"messaging.operation.name": "receive", "messaging.operation.type": "receive"}
+#: the attributes of the messaging operation a figure counts
+_OPERATIONS: dict[str, Mapping[str, str]] = {
+    "send": {"messaging.operation.name": "send", "messaging.operation.type": "send"},
+    "receive": {"messaging.operation.name": "receive", "messaging.operation.type": "receive"},
+    "": {},
+}
+#: the figures' instrument names, as their descriptions name one another
+_NAMES = {figure.name: figure.otel for figure in FIGURES}
 
-#: the instruments, in the order the SDK observes them
-INSTRUMENTS: tuple[InstrumentRow, ...] = (
+#: the instruments, in the order the SDK observes them: the figures'
+INSTRUMENTS: tuple[InstrumentRow, ...] = tuple(
     InstrumentRow(
-        "messaging.client.sent.messages", "counter", "{message}",
-        "Whole messages handed to a peer's queue (a message that reaches K peers counts K).",
-        lambda s: s.messages_sent, attributes=_SEND,
-    ),
-    InstrumentRow(
-        "messaging.client.consumed.messages", "counter", "{message}",
-        "Whole messages handed to the application.",
-        lambda s: s.messages_received, attributes=_RECEIVE,
-    ),
-    InstrumentRow(
-        "trizmq.bytes.sent", "counter", "By", "Payload bytes of the messages sent.",
-        lambda s: s.bytes_sent, attributes=_SEND,
-    ),
-    InstrumentRow(
-        "trizmq.bytes.received", "counter", "By", "Payload bytes of the messages received.",
-        lambda s: s.bytes_received, attributes=_RECEIVE,
-    ),
-    InstrumentRow(
-        "trizmq.wire_bytes.sent", "counter", "By",
-        "The sent messages' parts on the wire, after compression (the payload elsewhere).",
-        lambda s: s.wire_bytes_sent, attributes=_SEND,
-    ),
-    InstrumentRow(
-        "trizmq.wire_bytes.received", "counter", "By",
-        "The received messages' parts on the wire, before decompression (the payload elsewhere).",
-        lambda s: s.wire_bytes_received, attributes=_RECEIVE,
-    ),
-    InstrumentRow(
-        "trizmq.messages.dropped", "counter", "{message}", "Whole messages discarded, by reason.",
-        lambda s: s.drops, key="trizmq.drop.reason",
-    ),
-    InstrumentRow(
-        "trizmq.messages.filtered", "counter", "{message}",
-        "Messages a pattern did not deliver by design (SUB, DISH filters): not drops.",
-        lambda s: s.filtered,
-    ),
-    InstrumentRow(
-        "trizmq.queue.depth", "gauge", "{message}",
-        "Messages waiting now: out, to be written; in, to be read by the application.",
-        lambda s: {"out": s.queued_out, "in": s.queued_in}, key="trizmq.queue.direction",
-    ),
-    InstrumentRow(
-        "trizmq.queue.depth.peak", "gauge", "{message}",
-        "The most trizmq.queue.depth has been since the socket opened.",
-        lambda s: {"out": s.queued_out_peak, "in": s.queued_in_peak},
-        key="trizmq.queue.direction",
-    ),
-    InstrumentRow("trizmq.peers", "gauge", "{peer}", "Current peers.", lambda s: len(s.peers)),
-    InstrumentRow(
-        "trizmq.connection.events", "counter", "{event}", "Connection events, by event.",
-        lambda s: s.connections, key="trizmq.connection.event",
-    ),
-    InstrumentRow(
-        "trizmq.disconnects", "counter", "{connection}",
-        "Handshaken connections that ended, by cause.",
-        lambda s: s.disconnect_causes, key="trizmq.disconnect.cause",
-    ),
-    InstrumentRow(
-        "trizmq.handshake.failures", "counter", "{handshake}", "Failed handshakes, by cause.",
-        lambda s: failure_causes(s.handshake_failure_causes), key="error.type",
-    ),
-    InstrumentRow(
-        "trizmq.zap.refusals", "counter", "{handshake}",
-        "Handshakes refused by ZAP, by status code.",
-        lambda s: zap_statuses(s.handshake_failure_causes), key="trizmq.zap.status",
-    ),
-    InstrumentRow(
-        "trizmq.subscriptions", "gauge", "{subscription}",
-        "Subscriptions held now (PUB, XPUB).", lambda s: s.subscriptions,
-    ),
-    InstrumentRow(
-        "trizmq.subscriptions.refused", "counter", "{subscription}",
-        "Subscriptions refused by a limit.", lambda s: s.subscriptions_refused,
-    ),
-    InstrumentRow(
-        "trizmq.rtt", "gauge", "s",
-        "Heartbeat round trip, smoothed per peer, averaged over the peers that measured one.",
-        mean_rtt,
-    ),
-    InstrumentRow(
-        "trizmq.rtt.max", "gauge", "s", "The longest last heartbeat round trip among the peers.",
-        max_rtt,
-    ),
+        figure.otel,
+        figure.kind,
+        figure.unit,
+        figure.describe(_NAMES),
+        figure.value,
+        key=None if figure.by is None else figure.by[1],
+        attributes=_OPERATIONS[figure.operation],
+    )
+    for figure in FIGURES
 )
 
 

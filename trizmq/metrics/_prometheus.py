@@ -5,7 +5,9 @@ Strategy: nothing happens per message. A socket's counters are always on
 collector whose ``collect()`` takes every registered socket's snapshot when
 Prometheus scrapes and turns it into metric families, following the tables
 :data:`SOCKET_METRICS` and :data:`PEER_METRICS` (one row per metric: name, type,
-help, an extra label and how to read the value).
+help, an extra label and how to read the value). The socket's rows are made from
+the figures it shares with OpenTelemetry (``_figures``); the per-peer ones are
+Prometheus's alone.
 
 Rules:
 
@@ -35,7 +37,8 @@ from prometheus_client.registry import Collector
 from .. import _open_sockets
 from .._open_sockets import Observed
 from .._stats import PeerStats, SocketStats
-from ._snapshot import failure_causes, max_rtt, mean_rtt, take, zap_statuses
+from ._figures import FIGURES, Value
+from ._snapshot import take
 
 __all__ = [
     "PEER_METRICS",
@@ -49,7 +52,6 @@ __all__ = [
     "unregister",
 ]
 
-Value = float | int | None | Mapping[str, float | int]
 #: what a row reads its value from: a socket's snapshot, or one of its peers'
 Source = TypeVar("Source", SocketStats, PeerStats)
 
@@ -67,93 +69,22 @@ class MetricRow(Generic[Source]):
     unit: str = ""
 
 
-#: the metrics of every socket, labelled ``socket`` and ``type``
-SOCKET_METRICS: tuple[MetricRow[SocketStats], ...] = (
+#: what Prometheus calls a unit of the figures' (UCUM): seconds alone
+_UNITS = {"s": "seconds"}
+#: the figures' Prometheus names, as their descriptions name one another
+_NAMES = {figure.name: figure.name for figure in FIGURES}
+
+#: the metrics of every socket, labelled ``socket`` and ``type``: the figures'
+SOCKET_METRICS: tuple[MetricRow[SocketStats], ...] = tuple(
     MetricRow(
-        "messages_sent", "counter",
-        "Whole messages handed to a peer's queue (a message that reaches K peers counts K).",
-        None, lambda s: s.messages_sent,
-    ),
-    MetricRow(
-        "messages_received", "counter", "Whole messages handed to the application.",
-        None, lambda s: s.messages_received,
-    ),
-    MetricRow(
-        "bytes_sent", "counter", "Payload bytes (frames' bodies) of the messages sent.",
-        None, lambda s: s.bytes_sent,
-    ),
-    MetricRow(
-        "bytes_received", "counter", "Payload bytes (frames' bodies) of the messages received.",
-        None, lambda s: s.bytes_received,
-    ),
-    MetricRow(
-        "wire_bytes_sent", "counter",
-        "The sent messages' parts as they went on the wire, after compression (lz4+tcp, "
-        "zstd+tcp); bytes_sent elsewhere.",
-        None, lambda s: s.wire_bytes_sent,
-    ),
-    MetricRow(
-        "wire_bytes_received", "counter",
-        "The received messages' parts as they came on the wire, before decompression "
-        "(lz4+tcp, zstd+tcp); bytes_received elsewhere.",
-        None, lambda s: s.wire_bytes_received,
-    ),
-    MetricRow(
-        "messages_dropped", "counter", "Whole messages discarded, by reason.",
-        "reason", lambda s: s.drops,
-    ),
-    MetricRow(
-        "messages_filtered", "counter",
-        "Messages a pattern did not deliver by design (a SUB or DISH filter): not drops.",
-        None, lambda s: s.filtered,
-    ),
-    MetricRow(
-        "queue_depth", "gauge",
-        "Messages waiting now: out, to be written to peers; in, to be read by the application.",
-        "direction", lambda s: {"out": s.queued_out, "in": s.queued_in},
-    ),
-    MetricRow(
-        "queue_depth_peak", "gauge", "The most queue_depth has been since the socket opened.",
-        "direction", lambda s: {"out": s.queued_out_peak, "in": s.queued_in_peak},
-    ),
-    MetricRow("peers", "gauge", "Current peers.", None, lambda s: len(s.peers)),
-    MetricRow(
-        "connection_events", "counter",
-        "Connection events (accepted, connected, reconnects, disconnects, handshake_failures, "
-        "heartbeat_timeouts).",
-        "event", lambda s: s.connections,
-    ),
-    MetricRow(
-        "disconnects", "counter", "Handshaken connections that ended, by cause.",
-        "cause", lambda s: s.disconnect_causes,
-    ),
-    MetricRow(
-        "handshake_failures", "counter", "Handshakes that failed, by cause.",
-        "cause", lambda s: failure_causes(s.handshake_failure_causes),
-    ),
-    MetricRow(
-        "zap_refusals", "counter",
-        "Handshakes refused by ZAP, by status code (also in handshake_failures, cause zap).",
-        "status", lambda s: zap_statuses(s.handshake_failure_causes),
-    ),
-    MetricRow(
-        "subscriptions", "gauge", "Subscriptions held now, over all peers (PUB, XPUB).",
-        None, lambda s: s.subscriptions,
-    ),
-    MetricRow(
-        "subscriptions_refused", "counter", "Subscriptions refused by a limit.",
-        None, lambda s: s.subscriptions_refused,
-    ),
-    MetricRow(
-        "rtt_seconds", "gauge",
-        "Heartbeat round trip (PING to PONG), smoothed per peer, averaged over the peers "
-        "that measured one.",
-        None, mean_rtt, unit="seconds",
-    ),
-    MetricRow(
-        "rtt_max_seconds", "gauge", "The longest last heartbeat round trip among the peers.",
-        None, max_rtt, unit="seconds",
-    ),
+        figure.name,
+        figure.kind,
+        figure.describe(_NAMES),
+        None if figure.by is None else figure.by[0],
+        figure.value,
+        unit=_UNITS.get(figure.unit, ""),
+    )
+    for figure in FIGURES
 )
 
 #: the per-peer metrics (``register(..., peers=True)``), labelled ``socket``, ``type``, ``peer``
