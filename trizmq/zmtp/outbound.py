@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from .encoding import Buffer, encode_plain_into
 from .events import Cancel, Join, Leave, Ping, Pong, Subscribe
 from .frames import LONG_HEADER, MORE, SHORT_HEADERS, frame_header
@@ -128,6 +130,7 @@ _COMMAND_ENCODERS: dict[type, Callable[[Framer, Any], bytes]] = {
 }
 
 
+@attrs.define(eq=False, weakref_slot=False)
 class Transmit:
     """What one step of an :class:`Outbound` made of the head of a queue.
 
@@ -141,29 +144,17 @@ class Transmit:
     :meth:`split` tells what a write of so many bytes took.
     """
 
-    __slots__ = ("_payloads", "_runs", "ends", "messages", "parts", "payload", "pinged", "used")
-
-    def __init__(
-        self,
-        parts: list[Buffer],
-        used: int,
-        messages: int,
-        payload: int,
-        pinged: bool = False,
-        ends: list[int] | None = None,
-        payloads: list[int] | None = None,
-    ) -> None:
-        self.parts = parts
-        self.used = used
-        self.messages = messages
-        self.payload = payload
-        self.pinged = pinged
-        #: where each item ends in the parts joined (a step that may be cut short)
-        self.ends = ends
-        #: per message, the payload bytes up to its end (encode_messages), or the runs
-        #: it is made of
-        self._payloads = payloads
-        self._runs: list[FanoutRun] | None = None
+    parts: list[Buffer]
+    used: int
+    messages: int
+    payload: int
+    pinged: bool = False
+    #: where each item ends in the parts joined (a step that may be cut short)
+    ends: list[int] | None = None
+    #: per message, the payload bytes up to its end (encode_messages), or the runs
+    #: it is made of (encode_runs)
+    _payloads: list[int] | None = None
+    _runs: list[FanoutRun] | None = None
 
     @property
     def size(self) -> int:
@@ -472,9 +463,8 @@ class Outbound:
         runs, wires, _, count = leading_runs(items, self.encode_into, limit)
         if not wires:
             return None
-        transmit = Transmit(wires, count, count, sum([run.payload for run in runs]))  # type: ignore[arg-type]
-        transmit._runs = runs
-        return transmit
+        payload = sum([run.payload for run in runs])
+        return Transmit(wires, count, count, payload, runs=runs)  # type: ignore[arg-type]
 
 
 def leading_runs(
