@@ -218,7 +218,7 @@ async def _commit_until(where: str, total: int) -> None:
 def test_a_query_commit_releases_a_paused_spool(
     spark: Any, zctx: Libzmq, tmp_path: Path
 ) -> None:
-    where, limit, total = str(tmp_path / "spool"), 40, 300
+    where, limit, total = str(tmp_path / "spool"), 40, 200
     proc, announced = _start(where, "--max-lag", str(limit))
     query = None
     try:
@@ -237,13 +237,14 @@ def test_a_query_commit_releases_a_paused_spool(
         sender.start()
         # a batch takes less than the limit: Spark commits a batch when it starts the next
         df = (spark.readStream.format("zmq").option("spool", where)
-              .option("maxRecordsPerTrigger", str(limit // 2)).load())
+              .option("maxRecordsPerTrigger", "30").load())
         query = memory_query(df, "backpressure", tmp_path / "ck")
 
         def count() -> int:
             return int(spark.sql("select count(*) from backpressure").collect()[0][0])
 
-        wait_for(lambda: count() == total, f"{total} rows through the query")
+        # some ten batches, each waiting for the one before it to commit
+        wait_for(lambda: count() == total, f"{total} rows through the query", 4 * QUERY_TIMEOUT)
         sender.join(QUERY_TIMEOUT)
         assert not sender.is_alive()
         rows = spark.sql("select offset, payload from backpressure order by offset").collect()
