@@ -235,15 +235,15 @@ def test_a_query_commit_releases_a_paused_spool(
 
         sender = threading.Thread(target=rest, daemon=True)
         sender.start()
-        # a batch takes less than the limit: Spark commits a batch when it starts the next
-        df = (spark.readStream.format("zmq").option("spool", where)
-              .option("maxRecordsPerTrigger", "30").load())
+        # each batch takes all the paused spool holds: it is released by the next
+        # batch's start (latestOffset), not only by Spark's commit of the one before
+        df = spark.readStream.format("zmq").option("spool", where).load()
         query = memory_query(df, "backpressure", tmp_path / "ck")
 
         def count() -> int:
             return int(spark.sql("select count(*) from backpressure").collect()[0][0])
 
-        # some ten batches, each waiting for the one before it to commit
+        # some five batches, each waiting for the one before it
         wait_for(lambda: count() == total, f"{total} rows through the query", 4 * QUERY_TIMEOUT)
         sender.join(QUERY_TIMEOUT)
         assert not sender.is_alive()

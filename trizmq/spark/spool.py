@@ -25,10 +25,9 @@ than the room left. Bytes are the messages' bytes (their frames, and a DISH grou
 not the log's record headers; the limit may be passed by one receive batch. A spool
 with a limit keeps a ``backpressure`` object in the log (its limits, and whether it
 is paused, rewritten as it pauses and resumes) for ``status``; a clean stop deletes
-it. Spark hands a batch's end to the source only when it starts the next batch, so a
-query must take less than the limit per batch (``maxRecordsPerTrigger`` below
-``--max-lag``), or a batch that took all the paused spool holds waits for a row that
-does not come.
+it. (Spark commits a batch's end only when it starts the next batch, so the source
+also commits, when asked for new data, where its last batch ended: see
+``ZmqStreamReader.latestOffset``.)
 """
 
 from __future__ import annotations
