@@ -19,8 +19,9 @@ received since start and the pauses, as Prometheus text on
 Back-pressure (:class:`LagLimit`): with ``--max-lag ROWS`` or ``--max-lag-bytes
 BYTES``, a spool whose lag reaches the limit stops reading its socket, so its queues
 fill to their high-water mark and PUSH senders block, instead of the log growing; it
-reads the committed mark again (once, then every ``LAG_POLL`` seconds while paused)
-and resumes when the query has caught up. Rows are exact: a receive takes no more
+reads the committed mark again (at once, then after ``LAG_POLL_FIRST`` seconds,
+doubled while nothing changes up to ``LAG_POLL``) and resumes when the query has
+caught up. Rows are exact: a receive takes no more
 than the room left. Bytes are the messages' bytes (their frames, and a DISH group),
 not the log's record headers; the limit may be passed by one receive batch. A spool
 with a limit keeps a ``backpressure`` object in the log (its limits, and whether it
@@ -67,7 +68,9 @@ _log = logging.getLogger("trizmq")
 #: bytes of an HTTP request the metrics endpoint reads at most, and seconds it waits
 _MAX_REQUEST = 8192
 _REQUEST_TIMEOUT = 5.0
-#: seconds between reads of the committed mark while the spool is paused
+#: seconds between reads of the committed mark while the spool is paused: the first
+#: wait, doubled after each read that finds no progress, up to the longest
+LAG_POLL_FIRST = 0.02
 LAG_POLL = 1.0
 #: the object of the log where a spool with a lag limit says whether it is paused
 BACKPRESSURE = "backpressure"
@@ -178,8 +181,9 @@ class LagLimit:
     beyond the committed mark (rows, and message bytes) and the limits.
 
     The head is known here (the loop reports each append); the committed mark is read
-    from the log only when the lag reaches a limit: once, then every ``poll`` seconds
-    while it stays there (the spool is paused: it does not read its socket). Message
+    from the log only when the lag reaches a limit: at once, then after
+    ``LAG_POLL_FIRST`` seconds, doubled after each read that finds no progress up to
+    ``poll``, while it stays there (the spool is paused: it does not read its socket). Message
     bytes are kept per span of offsets (one span per append, pairs merged past
     ``_MAX_SPANS``); a span the committed mark cuts counts pro rata.
     """
@@ -282,6 +286,7 @@ class LagLimit:
 
     async def room(self, most: int) -> int:
         """How many messages (1 to ``most``) the loop may receive; waits, paused, while none."""
+        wait = LAG_POLL_FIRST
         while True:
             left = self._left(most)
             if left > 0:
@@ -297,12 +302,14 @@ class LagLimit:
                 committed = self.committed
             if committed > self.committed:
                 self._advance(committed)
+                wait = LAG_POLL_FIRST
                 continue
             if not self.paused:
                 self.paused = True
                 self.pauses += 1
                 await self.publish()
-            await trio.sleep(self.poll)
+            await trio.sleep(min(wait, self.poll))
+            wait *= 2
 
     def record(self) -> dict[str, object]:
         """What the ``backpressure`` object of the log says."""
