@@ -21,13 +21,13 @@ BYTES``, a spool whose lag reaches the limit stops reading its socket, so its qu
 fill to their high-water mark and PUSH senders block, instead of the log growing; it
 reads the committed mark again (at once, then after ``LAG_POLL_FIRST`` seconds,
 doubled while nothing changes up to ``LAG_POLL``) and resumes when the query has
-caught up. Rows are exact: a receive takes no more
-than the room left. Bytes are the messages' bytes (their frames, and a DISH group),
-not the log's record headers; the limit may be passed by one receive batch. A spool
-with a limit keeps a ``backpressure`` object in the log (its limits, and whether it
-is paused, rewritten as it pauses and resumes) for ``status``; a clean stop deletes
-it. (Spark commits a batch's end only when it starts the next batch, so the source
-also commits, when asked for new data, where its last batch ended: see
+caught up. Rows are exact: a receive takes no more than the room left. Bytes are the
+messages' bytes (their frames, and a DISH group), not the log's record headers; the
+limit may be passed by one receive batch. A spool with a limit keeps a
+``backpressure`` object in the log (its limits, and whether it is paused, rewritten
+as it pauses and resumes) for ``status``; a clean stop deletes it. (Spark commits a
+batch's end only when it starts the next batch, so the source also commits, when
+asked for new data, where its last batch ended: see
 ``ZmqStreamReader.latestOffset``.)
 """
 
@@ -181,11 +181,11 @@ class LagLimit:
     beyond the committed mark (rows, and message bytes) and the limits.
 
     The head is known here (the loop reports each append); the committed mark is read
-    from the log only when the lag reaches a limit: at once, then after
-    ``LAG_POLL_FIRST`` seconds, doubled after each read that finds no progress up to
-    ``poll``, while it stays there (the spool is paused: it does not read its socket). Message
-    bytes are kept per span of offsets (one span per append, pairs merged past
-    ``_MAX_SPANS``); a span the committed mark cuts counts pro rata.
+    from the log only when the lag reaches a limit (and by the metrics): at once, then
+    after ``LAG_POLL_FIRST`` seconds, doubled after each read that finds no progress
+    up to ``poll``, while it stays there (the spool is paused: it does not read its
+    socket). Message bytes are kept per span of offsets (one span per append, pairs
+    merged past ``_MAX_SPANS``); a span the committed mark cuts counts pro rata.
     """
 
     def __init__(
@@ -259,7 +259,8 @@ class LagLimit:
                 merged.append(spans[-1])
             self._spans = deque(merged)
 
-    def _advance(self, committed: int) -> None:
+    def observe(self, committed: int) -> None:
+        """The committed mark is ``committed`` (read from the log; it only grows)."""
         self.committed = min(max(self.committed, committed), self.head)
         while self._spans and self._spans[0][0] <= self.committed:
             end, nbytes = self._spans.popleft()
@@ -301,7 +302,7 @@ class LagLimit:
                              self.store.location, exc)
                 committed = self.committed
             if committed > self.committed:
-                self._advance(committed)
+                self.observe(committed)
                 wait = LAG_POLL_FIRST
                 continue
             if not self.paused:
@@ -344,8 +345,7 @@ class _Counter:
         return self.log.next_offset - self.start
 
 
-def _metrics_text(counter: _Counter) -> str:
-    info = status(counter.log.location)
+def _metrics_text(counter: _Counter, info: SpoolStatus) -> str:
     escaped = counter.log.location.replace("\\", "\\\\").replace('"', '\\"')
     label = '{log="' + escaped + '"}'
     lines = []
@@ -384,7 +384,10 @@ async def _serve_metric(stream: trio.SocketStream, counter: _Counter) -> None:
         line = request.split(b"\r\n", 1)[0].split()
         if len(line) >= 2 and line[0] == b"GET" and line[1] in (b"/metrics", b"/"):
             try:
-                body = (await trio.to_thread.run_sync(_metrics_text, counter)).encode()
+                info = await trio.to_thread.run_sync(status, counter.log.location)
+                if counter.limit is not None:  # a fresher committed mark than its own
+                    counter.limit.observe(info["committed"])
+                body = _metrics_text(counter, info).encode()
                 head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
             except OSError as exc:
                 body, head = f"log unreadable: {exc}\n".encode(), b"HTTP/1.1 503 Unavailable\r\n"
