@@ -164,7 +164,6 @@ def test_a_full_log_blocks_a_libzmq_push_until_commits(zctx: Libzmq, tmp_path: P
         assert _logged(where, total) == list(range(total)), "all, once, in order"
         _wal.commit(where, total)
         wait_for(lambda: _status(where)["paused"] is False, "the spool to resume")
-        assert _metrics(metrics)["pauses_total"] >= 2
     finally:
         _stop(proc)
     assert _status(where)["paused"] is None, "a stopped spool withdraws its backpressure object"
