@@ -468,6 +468,7 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         self._target: Offsets | None = None
+        self._released: Offsets = {}
         self.admission = Admission.from_options(options)
         self._last_batch = time.monotonic()  # minRecordsPerTrigger's delay runs from here
         self._payloads: dict[str, _wal.PayloadIndex] = {}
@@ -505,6 +506,12 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
                 heads = {loc: min(n, self._target.get(loc, n)) for loc, n in heads.items()}
             return self._pack(heads)
         begin = self._unpack(start)
+        if self.spooled and begin != self._released:
+            # Spark commits a batch only when it starts the next, and starts one only when
+            # there are rows; the batch that ended at start is in the commit log, so commit
+            # it now: a spool paused at its --max-lag waits for that to go on
+            self.commit(start)
+            self._released = begin
         # a spool gone from a pattern's matches stays where it was
         ends = {loc: max(heads.get(loc, n), n) for loc, n in begin.items()}
         if self._target is not None:  # availableNow: nothing past the heads at its start

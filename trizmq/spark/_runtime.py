@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TypeAlias, TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 
 import trio
 
@@ -34,7 +34,7 @@ import trizmq
 
 from ._wal import LogWriter
 
-__all__ = ["Runtime", "SocketSpec", "receive_into_log", "runtime"]
+__all__ = ["Admission", "Runtime", "SocketSpec", "receive_into_log", "runtime"]
 
 _log = logging.getLogger("trizmq")
 
@@ -94,17 +94,34 @@ class SocketSpec:
         raise ValueError(f"socket must be pull, sub, dish, push, pub or radio, not {kind!r}")
 
 
+class Admission(Protocol):
+    """What the receive loop asks before it takes messages off its socket (the spool's
+    back-pressure: ``trizmq.spark.spool``)."""
+
+    async def room(self, most: int) -> int:
+        """How many messages (1 to ``most``) may be received now; waits while none may."""
+        ...
+
+    def appended(self, head: int, nbytes: int) -> None:
+        """The log's head is now ``head``, after an append of ``nbytes`` message bytes."""
+        ...
+
+
 async def receive_into_log(
     spec: SocketSpec,
     log: LogWriter,
     *,
     failed: Callable[[Exception], None] | None = None,
+    admission: Admission | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Receive forever, appending every message to ``log`` (then moving its head).
 
     An error before the socket is open is raised; one after it is passed to ``failed``
     if given (the in-query receiver keeps it for the query to raise), else raised.
+    With ``admission``, each receive takes at most what it grants, and none while it
+    waits: the socket is not read then, so its queues fill to their high-water mark and
+    the senders block (the lease is still renewed meanwhile).
     """
     sock = spec.open()
     async with sock:
@@ -117,7 +134,7 @@ async def receive_into_log(
             async with trio.open_nursery() as nursery:
                 if log.renew_interval is not None:
                     nursery.start_soon(_renew_lease, log, log.renew_interval)
-                await _receive_loop(spec, sock, log)
+                await _receive_loop(spec, sock, log, admission)
         except Exception as exc:
             if failed is None:
                 raise
@@ -169,8 +186,11 @@ async def _while_the_lease_holds(
         wait = min(2 * wait, longest)
 
 
-async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -> None:
-    """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes."""
+async def _receive_loop(
+    spec: SocketSpec, sock: trizmq.Socket, log: LogWriter, admission: Admission | None = None
+) -> None:
+    """Batch messages (up to LOG_BATCH, or LOG_BATCH_WAIT after the first) into log writes;
+    with ``admission``, no more than it grants, and nothing while it waits."""
     most, wait = (LOG_BATCH, LOG_BATCH_WAIT) if log.lease is None else (
         REMOTE_LOG_BATCH, REMOTE_LOG_BATCH_WAIT)
     receive: Callable[[int], Awaitable[list[_Entry]]]
@@ -179,15 +199,18 @@ async def _receive_loop(spec: SocketSpec, sock: trizmq.Socket, log: LogWriter) -
     else:
         receive = partial(_messages, sock, spec.kind == "sub")
     while True:
-        batch = await receive(most)
+        take = most if admission is None else await admission.room(most)
+        batch = await receive(take)
         deadline = trio.current_time() + wait
-        while len(batch) < most:
+        while len(batch) < take:
             remaining = deadline - trio.current_time()
             if remaining <= 0:
                 break
             with trio.move_on_after(remaining):
-                batch += await receive(most - len(batch))
+                batch += await receive(take - len(batch))
         await _append(log, batch)
+        if admission is not None:
+            admission.appended(log.next_offset, _message_bytes(batch))
 
 
 #: the first wait before an append that failed is made again (doubled each time, up
@@ -211,6 +234,16 @@ async def _append(log: LogWriter, batch: list[_Entry]) -> None:
 
 #: a log entry: (received at, in microseconds since the epoch; topic; frames)
 _Entry = tuple[int, bytes | None, list[bytes]]
+
+
+def _message_bytes(batch: list[_Entry]) -> int:
+    """The bytes of the messages of ``batch``: every frame, and a DISH message's group."""
+    total = 0
+    for _at, topic, frames in batch:
+        total += sum(map(len, frames))
+        if topic is not None and not (frames and topic is frames[0]):
+            total += len(topic)
+    return total
 
 
 async def _messages(sock: trizmq.Socket, sub: bool, most: int) -> list[_Entry]:
