@@ -26,16 +26,16 @@ import zmq
 from trizmq.spark import _wal, unpack_header
 from trizmq.spark import relay as relay_module
 
-from .conftest import CLUSTER, QUERY_TIMEOUT, S3, Libzmq, free_port, spark_env
+from .conftest import CLUSTER, QUERY_TIMEOUT, S3, Libzmq, spark_env
 from .test_source_sink import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: rows of each staged query, per micro-batch, and the batches it makes
 ROWS = 2000
-PER_BATCH = 500
+PER_BATCH = 1000
 #: the staging areas the module's driver fills: name -> payload bytes, flaky
-QUERIES = {"one": (8, False), "two": (8, True), "killed": (4096, False), "status": (8, False)}
+QUERIES = {"one": (8, False), "two": (8, True), "killed": (8192, False)}
 
 
 def _payload(i: int, size: int) -> bytes:
@@ -56,7 +56,7 @@ def _driver_main(config_path: str) -> None:
     @udf("binary", useArrow=False)  # type: ignore[misc]
     def flaky(payload: bytes) -> bytes:
         ctx = TaskContext.get()
-        if ctx is not None and ctx.attemptNumber() == 0 and payload.startswith(b"750|"):
+        if ctx is not None and ctx.attemptNumber() == 0 and payload.startswith(b"1250|"):
             marker.touch()
             raise RuntimeError("injected task failure")
         return payload
@@ -91,17 +91,26 @@ def _driver_main(config_path: str) -> None:
 
 
 class Staged:
-    """A staging area the module's driver filled: its URI and the endpoint it publishes to."""
+    """A staging area the module's driver filled, and the bound PULL its manifests name
+    (bound before the driver ran, read by nobody until a test does)."""
 
-    def __init__(self, staging: str, port: int, size: int) -> None:
+    def __init__(self, staging: str, pull: zmq.Socket[bytes]) -> None:
         self.staging = staging
-        self.port = port
-        self.endpoint = f"tcp://127.0.0.1:{port}"
-        self.size = size
+        self.pull = pull
+        self.endpoint = pull.getsockopt_string(zmq.LAST_ENDPOINT)
 
 
 @pytest.fixture(scope="module")
-def staged(s3: S3, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Staged]:
+def pulls() -> Iterator[Libzmq]:
+    lib = Libzmq()
+    yield lib
+    lib.close()
+
+
+@pytest.fixture(scope="module")
+def staged(
+    s3: S3, pulls: Libzmq, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Staged]:
     tmp = tmp_path_factory.mktemp("relay-driver")
     out: dict[str, Staged] = {}
     queries = {}
@@ -110,7 +119,10 @@ def staged(s3: S3, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Staged
         log = _wal.LogWriter(spool, lease_seconds=10)
         log.append([(0, None, [_payload(i, size)]) for i in range(ROWS)])
         log.close()
-        out[name] = Staged(s3.uri(f"relay-staging-{name}"), free_port(), size)
+        pull = pulls.socket(zmq.PULL)
+        pull.setsockopt(zmq.RCVHWM, 20)
+        pull.bind_to_random_port("tcp://127.0.0.1")
+        out[name] = Staged(s3.uri(f"relay-staging-{name}"), pull)
         queries[name] = {"spool": spool, "staging": out[name].staging, "flaky": flaky,
                          "endpoint": out[name].endpoint, "checkpoint": str(tmp / f"ck-{name}")}
     config = tmp / "config.json"
@@ -170,13 +182,6 @@ def relays() -> Iterator[list[Relay]]:
             r.kill()
 
 
-def _pull(zctx: Libzmq, staged: Staged) -> zmq.Socket[bytes]:
-    pull = zctx.socket(zmq.PULL)
-    pull.setsockopt(zmq.RCVHWM, 20)
-    pull.bind(staged.endpoint)
-    return pull
-
-
 def _receive(pull: zmq.Socket[bytes], n: int) -> list[tuple[tuple[int, int, int], int]]:
     """(header, row number) of what comes: n messages, then any duplicate that follows."""
     got = []
@@ -194,18 +199,39 @@ def _pending(staging: str) -> int:
 
 
 @pytest.mark.needs_java
-def test_one_relay_publishes_every_row_once_in_order(
-    staged: dict[str, Staged], zctx: Libzmq, relays: list[Relay], s3: S3
+def test_one_relay_publishes_every_row_once_in_order_with_status_and_metrics(
+    staged: dict[str, Staged], relays: list[Relay], s3: S3
 ) -> None:
     area = staged["one"]
-    pull = _pull(zctx, area)
-    relays.append(Relay(area.staging))
+    before = subprocess.run(
+        [sys.executable, "-m", "trizmq.spark.relay", "--staging", area.staging, "--status",
+         "--json"], cwd=ROOT, env=spark_env(), capture_output=True, text=True, timeout=60,
+        check=True,
+    )
+    info = json.loads(before.stdout)
+    assert info["pending_manifests"] == ROWS // PER_BATCH, "one manifest per batch"
+    assert info["pending_rows"] == ROWS
+    text = subprocess.run(
+        [sys.executable, "-m", "trizmq.spark.relay", "--staging", area.staging, "--status"],
+        cwd=ROOT, env=spark_env(), capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    assert f"pending_rows: {ROWS}" in text
+    assert "batch 0 partition 0: 0/" in text
+    pull = area.pull
+    relays.append(Relay(area.staging, "--metrics", "127.0.0.1:0"))
     got = _receive(pull, ROWS)
     assert sorted(row for _h, row in got) == list(range(ROWS)), "every row, once"
     headers = [h for h, _row in got]
     assert headers == sorted(headers), "one relay: batch, then partition, then row order"
     assert len({h[0] for h in headers}) == ROWS // PER_BATCH, "one manifest per batch"
     wait_for(lambda: _pending(area.staging) == 0, "the manifests in the ledger")
+    with urllib.request.urlopen(relays[0].metrics, timeout=30) as response:
+        metrics = response.read().decode()
+    label = '{staging="' + area.staging + '"}'
+    assert f"trizmq_relay_pending_manifests{label} 0" in metrics
+    assert f"trizmq_relay_pending_rows{label} 0" in metrics
+    assert f"trizmq_relay_published_rows_total{label} {ROWS}" in metrics
+    assert f"trizmq_relay_published_batches{label} {ROWS // PER_BATCH}" in metrics
     relays[0].stop()
     objects = s3.objects(area.staging)
     assert sum(name.startswith("published/") for name in objects) == ROWS // PER_BATCH
@@ -214,10 +240,10 @@ def test_one_relay_publishes_every_row_once_in_order(
 
 @pytest.mark.needs_java
 def test_two_relays_share_the_batches_of_a_query_with_a_retried_task(
-    staged: dict[str, Staged], zctx: Libzmq, relays: list[Relay]
+    staged: dict[str, Staged], relays: list[Relay]
 ) -> None:
     area = staged["two"]  # its query failed a task once: the retry's file is the one staged
-    pull = _pull(zctx, area)
+    pull = area.pull
     relays.extend([Relay(area.staging), Relay(area.staging)])
     got = _receive(pull, ROWS)
     assert sorted(row for _h, row in got) == list(range(ROWS)), "every row, once"
@@ -232,10 +258,10 @@ def test_two_relays_share_the_batches_of_a_query_with_a_retried_task(
 
 @pytest.mark.needs_java
 def test_a_relay_killed_mid_file_and_its_successor(
-    staged: dict[str, Staged], zctx: Libzmq, relays: list[Relay]
+    staged: dict[str, Staged], relays: list[Relay]
 ) -> None:
     area = staged["killed"]
-    pull = _pull(zctx, area)  # read nothing yet: the relay stalls in its first file
+    pull = area.pull  # read nothing yet: the relay stalls in its first file
     flags = ("--lease-seconds", "3", "--progress-rows", "50")
     first = Relay(area.staging, *flags)
     relays.append(first)
@@ -263,39 +289,6 @@ def test_a_relay_killed_mid_file_and_its_successor(
     )
     wait_for(lambda: _pending(area.staging) == 0, "the manifests in the ledger")
     relays[-1].stop()
-
-
-@pytest.mark.needs_java
-def test_status_and_metrics(
-    staged: dict[str, Staged], zctx: Libzmq, relays: list[Relay]
-) -> None:
-    area = staged["status"]
-    before = subprocess.run(
-        [sys.executable, "-m", "trizmq.spark.relay", "--staging", area.staging, "--status",
-         "--json"], cwd=ROOT, env=spark_env(), capture_output=True, text=True, timeout=60,
-        check=True,
-    )
-    info = json.loads(before.stdout)
-    assert info["pending_manifests"] == ROWS // PER_BATCH
-    assert info["pending_rows"] == ROWS
-    text = subprocess.run(
-        [sys.executable, "-m", "trizmq.spark.relay", "--staging", area.staging, "--status"],
-        cwd=ROOT, env=spark_env(), capture_output=True, text=True, timeout=60, check=True,
-    ).stdout
-    assert f"pending_rows: {ROWS}" in text
-    assert "batch 0 partition 0: 0/" in text
-    pull = _pull(zctx, area)
-    relays.append(Relay(area.staging, "--metrics", "127.0.0.1:0"))
-    assert len(_receive(pull, ROWS)) == ROWS
-    wait_for(lambda: _pending(area.staging) == 0, "the manifests in the ledger")
-    with urllib.request.urlopen(relays[0].metrics, timeout=30) as response:
-        metrics = response.read().decode()
-    label = '{staging="' + area.staging + '"}'
-    assert f"trizmq_relay_pending_manifests{label} 0" in metrics
-    assert f"trizmq_relay_pending_rows{label} 0" in metrics
-    assert f"trizmq_relay_published_rows_total{label} {ROWS}" in metrics
-    assert f"trizmq_relay_published_batches{label} {ROWS // PER_BATCH}" in metrics
-    relays[0].stop()
 
 
 def _writer(tmp_path: Path, port: int) -> Any:

@@ -75,6 +75,11 @@ DEFAULT_POLL = 0.1
 _SEND_BATCH = 256
 #: manifests (from the first pending one) whose files a relay may take
 _AHEAD = 2
+#: seconds a relay waits after writing a file's lease before it reads it back (of two
+#: relays racing for one file, the one whose write is read back goes on): a store's
+#: write is visible within this, and a relay takes a lease per file, so it is shorter
+#: than the spool's second
+SETTLE = 0.25
 
 
 def manifest_name(batch_id: int) -> str:
@@ -134,8 +139,10 @@ class Staging:
         self._parsed: dict[str, Manifest] = {}
 
     def lease(self, file: str, seconds: float) -> Lease:
-        """The lease of one staged file."""
-        return Lease(self.store.child(f"relay/leases/{file}"), seconds)
+        """The lease of one staged file (settling for :data:`SETTLE` seconds)."""
+        lease = Lease(self.store.child(f"relay/leases/{file}"), seconds)
+        lease.settle = min(lease.settle, SETTLE)
+        return lease
 
     def _manifest(self, name: str) -> Manifest:
         found = self._parsed.get(name)
@@ -274,15 +281,18 @@ class _Sockets:
         return sock
 
 
-async def _send(sock: trizmq.Socket, messages: list[list[bytes]]) -> None:
+async def _send(sock: trizmq.Socket, messages: list[list[bytes]], hwm: int) -> None:
     if isinstance(sock, trizmq.Radio):
         for i, msg in enumerate(messages):
             sock.send_nowait(msg[1], group=msg[0])
             if i % 64 == 63:
                 await trio.sleep(0)
         return
-    for start in range(0, len(messages), _SEND_BATCH):
-        await sock.send_many(messages[start : start + _SEND_BATCH])
+    # no batch larger than the high-water mark: a send_many of more than the mark
+    # waits for good once the peer falls behind (seen with a mark of 20)
+    batch = max(1, min(_SEND_BATCH, hwm))
+    for start in range(0, len(messages), batch):
+        await sock.send_many(messages[start : start + batch])
 
 
 async def _written_out(sock: trizmq.Socket, strict: bool) -> None:
@@ -296,7 +306,10 @@ async def _publish(
     staging: Staging, held: Claim, sockets: _Sockets, counters: RelayCounters, every: int
 ) -> None:
     file = held.file
-    data = await trio.to_thread.run_sync(staging.pending.read, file.name)
+    try:
+        data = await trio.to_thread.run_sync(staging.pending.read, file.name)
+    except FileNotFoundError:  # published and deleted by another relay meanwhile
+        return
     messages = [rec.frames for rec in decode_all(data)]
     start = await trio.to_thread.run_sync(staging.sent, file)
     sock = await sockets.get(held.manifest.spec)
@@ -304,8 +317,10 @@ async def _publish(
     at = start
     while at < len(messages):
         await trio.to_thread.run_sync(held.lease.check)
+        if await trio.to_thread.run_sync(staging.is_done, file):
+            return  # a successor took it over while this relay was frozen, and finished it
         chunk = messages[at : at + every]
-        await _send(sock, chunk)
+        await _send(sock, chunk, held.manifest.spec.hwm)
         await _written_out(sock, strict)
         at += len(chunk)
         counters.rows += len(chunk)
@@ -328,7 +343,11 @@ async def relay(
     async with contextlib.AsyncExitStack() as stack:
         sockets = _Sockets(stack)
         while True:
-            held = await trio.to_thread.run_sync(claim, staging, lease_seconds)
+            try:
+                held = await trio.to_thread.run_sync(claim, staging, lease_seconds)
+            except OSError as exc:
+                _log.warning("relay: %s; trying again", exc)
+                held = None
             if held is None:
                 await trio.sleep(poll)
                 continue
@@ -340,6 +359,9 @@ async def relay(
                     await _publish(staging, held, sockets, counters, progress_rows)
             except LeaseLost as exc:
                 _log.warning("relay: %s", exc)
+            except OSError as exc:  # the store out of reach: the lease runs out, or we retry
+                _log.warning("relay: %s; trying again", exc)
+                await trio.sleep(poll)
             finally:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(held.lease.release)
