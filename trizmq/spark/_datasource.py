@@ -5,6 +5,7 @@ See docs/spark.md for the options and the delivery guarantees.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -589,9 +590,16 @@ class _SinkBase:
             store.exists(f"published/{batch_id}") or store.child("manifests").exists(name)
         )
         if known:  # a replayed batch: its first commit's files are the ones published
+            keep: set[str] = set()
+            with contextlib.suppress(FileNotFoundError):
+                listed = json.loads(store.child("manifests").read(name))["files"]
+                keep = {str(f["name"]) for f in listed}
             for commit in staged:
                 assert commit.staged is not None
                 pending.delete(commit.staged)
+            for leftover in pending.list(f"{batch_id}-"):
+                if leftover not in keep:
+                    pending.delete(leftover)
             return
         files = [
             {"name": c.staged, "partition": c.partition, "rows": c.rows}
@@ -613,7 +621,7 @@ class _SinkBase:
         if files:
             store.child("manifests").write(name, json.dumps(body).encode(), sync=True)
         if batch_id >= 0:  # what failed attempts of this batch left behind
-            keep = {f["name"] for f in files}
+            keep = {c.staged for c in staged if c.rows > 0}
             for leftover in pending.list(f"{batch_id}-"):
                 if leftover not in keep:
                     pending.delete(leftover)
