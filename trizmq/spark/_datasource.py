@@ -621,7 +621,7 @@ class _SinkBase:
         if files:
             store.child("manifests").write(name, json.dumps(body).encode(), sync=True)
         if batch_id >= 0:  # what failed attempts of this batch left behind
-            keep = {c.staged for c in staged if c.rows > 0}
+            keep = {str(c.staged) for c in staged if c.rows > 0}
             for leftover in pending.list(f"{batch_id}-"):
                 if leftover not in keep:
                     pending.delete(leftover)
