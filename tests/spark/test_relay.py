@@ -335,6 +335,29 @@ def test_a_replayed_batch_adds_no_manifest(
     assert got == [b"%d" % i for i in range(5)], "published once, in order"
 
 
+def test_a_relay_finishes_a_manifest_whose_files_are_done(
+    zctx: Libzmq, tmp_path: Path, relays: list[Relay]
+) -> None:
+    pull = zctx.socket(zmq.PULL)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    writer = _writer(tmp_path, port)
+    writer.commit([_stage(tmp_path, 3, 0, 5)], 3)
+    writer.commit([_stage(tmp_path, 4, 0, 5)], 4)
+    staging = relay_module.Staging(str(tmp_path))
+    first = staging.pending_manifests()[0]
+    for file in first.files:  # a relay sent batch 3 and was killed before the ledger
+        staging.file_done(file)
+    relays.append(Relay(str(tmp_path)))
+    wait_for(lambda: _pending(str(tmp_path)) == 0, "batches 3 and 4 in the ledger")
+    got = []
+    while pull.poll(1000):
+        got.append(pull.recv())
+    relays[0].stop()
+    assert got == [b"%d" % i for i in range(5)], "batch 4 only: batch 3's file was done"
+    assert sorted(os.listdir(tmp_path / "published")) == ["3", "4"]
+    assert not os.listdir(tmp_path / "pending")
+
+
 def test_publish_option_is_checked(tmp_path: Path) -> None:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
