@@ -14,6 +14,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -261,7 +263,20 @@ def test_a_relay_killed_mid_file_and_its_successor(
     staged: dict[str, Staged], relays: list[Relay]
 ) -> None:
     area = staged["killed"]
-    pull = area.pull  # read nothing yet: the relay stalls in its first file
+    pull = area.pull
+    got: list[tuple[tuple[int, int, int], int]] = []
+    reading = threading.Event()
+    reading.set()
+
+    def paced() -> None:  # a slow consumer (a message every 2 ms): the relay waits on it
+        while reading.is_set():
+            if pull.poll(100):
+                head, payload = pull.recv_multipart()
+                got.append((unpack_header(head), int(payload.split(b"|", 1)[0])))
+                time.sleep(0.002)
+
+    reader = threading.Thread(target=paced, daemon=True)
+    reader.start()
     flags = ("--lease-seconds", "3", "--progress-rows", "50")
     first = Relay(area.staging, *flags)
     relays.append(first)
@@ -270,13 +285,21 @@ def test_a_relay_killed_mid_file_and_its_successor(
         files = [f for m in relay_module.status(area.staging)["manifests"] for f in m["files"]]
         return any(0 < f["sent"] < f["rows"] for f in files)
 
-    wait_for(partly_sent, "a file partly sent")
-    first.kill()
-    info = relay_module.status(area.staging)
-    cut = [f for m in info["manifests"] for f in m["files"] if 0 < f["sent"] < f["rows"]]
-    assert len(cut) == 1 and cut[0]["lease"] is not None, "killed in the middle of one file"
-    relays.append(Relay(area.staging, *flags))  # takes the file over once the lease runs out
-    got = _receive(pull, ROWS)
+    try:
+        wait_for(partly_sent, "a file partly sent")
+        first.kill()
+        info = relay_module.status(area.staging)
+        cut = [f for m in info["manifests"] for f in m["files"] if 0 < f["sent"] < f["rows"]]
+        assert len(cut) == 1 and cut[0]["lease"] is not None, "killed in the middle of a file"
+        relays.append(Relay(area.staging, *flags))  # takes the file over after the lease
+        wait_for(lambda: len({row for _h, row in got}) >= ROWS, "every row", 3 * QUERY_TIMEOUT)
+        wait_for(lambda: _pending(area.staging) == 0, "the manifests in the ledger")
+    finally:
+        reading.clear()
+        reader.join(30)
+    while pull.poll(1000):  # any duplicate still on its way
+        head, payload = pull.recv_multipart()
+        got.append((unpack_header(head), int(payload.split(b"|", 1)[0])))
     rows = Counter(row for _h, row in got)
     assert sorted(rows) == list(range(ROWS)), "no row lost"
     twice = [(h, row) for h, row in got if rows[row] > 1]
@@ -287,7 +310,6 @@ def test_a_relay_killed_mid_file_and_its_successor(
     assert sorted({h: row for h, row in got}.values()) == list(range(ROWS)), (
         "the header removes every duplicate"
     )
-    wait_for(lambda: _pending(area.staging) == 0, "the manifests in the ledger")
     relays[-1].stop()
 
 
