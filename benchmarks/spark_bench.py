@@ -2,6 +2,7 @@
 
     python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
     python benchmarks/spark_bench.py --latency [--rates 1000,100000] [--seconds 20]
+    python benchmarks/spark_bench.py --case exactly-once [--rows N] [--batch-rows N]
 
 * **source**: a libzmq (pyzmq) PUSH sends ``--rows`` messages to a streaming query
   (``socket=pull``, ``mode=bind``, the in-query log) whose sink is ``noop``; the
@@ -20,8 +21,12 @@
   the figure Spark documents for micro-batch processing (end-to-end latencies "as low
   as 100 milliseconds").
 
-Spark runs ``local[2]`` in this process. Each measurement runs once after a small
-warm-up; the numbers include Spark's job overhead.
+* **exactly-once** (``--case exactly-once``, alone): the exactly-once sink's rows/s,
+  published by the driver (``publish="driver"``) and by one and two relays
+  (``publish="relays"``), on ``local-cluster[2,1,1024]``; see :func:`bench_exactly_once`.
+
+Spark runs ``local[2]`` in this process (the exactly-once case: a local cluster).
+Each measurement runs once after a small warm-up; the numbers include Spark's job overhead.
 """
 
 from __future__ import annotations
@@ -285,6 +290,105 @@ def main_latency(args: argparse.Namespace) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)
+def bench_exactly_once(rows: int, relays: int, tmp: str, batch_rows: int) -> float:
+    """Rows/s of the exactly-once sink on ``local-cluster[2,1,1024]``: an availableNow
+    query drains ``rows`` rows of a spool's log in batches of ``batch_rows`` into a
+    libzmq PULL, published by the driver (``relays=0``, ``publish="driver"``) or by that
+    many relay processes (``publish="relays"``); from the query's start until the PULL
+    has every row."""
+    import subprocess
+
+    from pyspark.sql import SparkSession
+
+    from trizmq.spark._wal import LogWriter
+
+    spark = SparkSession.getActiveSession()
+    assert spark is not None
+    name = f"eo-{relays}-{time.time_ns()}"
+    spool = os.path.join(tmp, name, "spool")
+    log = LogWriter(spool, fsync=False)
+    now = time.time_ns() // 1000
+    for start in range(0, rows, 10000):
+        log.append([(now, None, [PAYLOAD])] * min(10000, rows - start))
+    log.close()
+    staging = os.path.join(tmp, name, "staging")
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.setsockopt(zmq.RCVHWM, 100000)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    done = threading.Event()
+
+    def receive() -> None:
+        for _ in range(rows):
+            pull.recv()
+        done.set()
+
+    procs = []
+    try:
+        for _ in range(relays):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "trizmq.spark.relay", "--staging", staging],
+                stdout=subprocess.PIPE, text=True,
+            )
+            procs.append(proc)
+            assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+        threading.Thread(target=receive, daemon=True).start()
+        t0 = time.perf_counter()
+        query = (
+            spark.readStream.format("zmq").option("spool", spool)
+            .option("partitions", "2").option("maxRecordsPerTrigger", str(batch_rows))
+            .load().select("payload")
+            .writeStream.format("zmq")
+            .option("endpoint", f"tcp://127.0.0.1:{port}")
+            .option("delivery", "exactly-once")
+            .option("publish", "relays" if relays else "driver")
+            .option("staging", staging)
+            .option("checkpointLocation", os.path.join(tmp, name, "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(900), "the exactly-once query did not finish"
+        assert done.wait(900), "the PULL did not get every row"
+        return rows / (time.perf_counter() - t0)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(60)
+        pull.close(linger=0)
+        ctx.term()
+
+
+def main_exactly_once(args: argparse.Namespace) -> None:
+    """``--case exactly-once``: the driver's commit against one and two relays, interleaved."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    import trizmq.spark
+
+    trizmq.spark.register(spark)
+    rates: dict[str, list[int]] = {"driver": [], "1 relay": [], "2 relays": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_exactly_once(20000, 1, tmp, 10000)  # warm-up: executors and their workers
+        for _ in range(args.repetitions):
+            for key, relays in (("driver", 0), ("1 relay", 1), ("2 relays", 2)):
+                rate = bench_exactly_once(args.rows, relays, tmp, args.batch_rows)
+                rates[key].append(round(rate))
+                print(f"{key}: {rate:,.0f} rows/s", file=sys.stderr, flush=True)
+    spark.stop()
+    result = {"rows": args.rows, "batch_rows": args.batch_rows, "cores": os.cpu_count(),
+              "exactly_once_rows_per_s": rates}
+    print(json.dumps(result, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
 
 
 def main() -> None:
@@ -295,9 +399,17 @@ def main() -> None:
     parser.add_argument("--latency", action="store_true", help="measure latency instead")
     parser.add_argument("--rates", default="1000,100000", help="--latency: msgs/s, comma list")
     parser.add_argument("--seconds", type=float, default=20.0, help="--latency: per rate")
+    parser.add_argument("--case", choices=["source-sink", "exactly-once"], default="source-sink",
+                        help="exactly-once: the sink's driver commit against relays")
+    parser.add_argument("--repetitions", type=int, default=1, help="exactly-once: rounds")
+    parser.add_argument("--batch-rows", type=int, default=100_000,
+                        help="exactly-once: rows per micro-batch")
     args = parser.parse_args()
     if args.latency:
         main_latency(args)
+        return
+    if args.case == "exactly-once":
+        main_exactly_once(args)
         return
     spark = session()
     with tempfile.TemporaryDirectory() as tmp:

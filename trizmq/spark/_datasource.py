@@ -5,9 +5,11 @@ See docs/spark.md for the options and the delivery guarantees.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -45,7 +47,8 @@ import trizmq
 from . import _wal
 from ._header import HEADER
 from ._runtime import Runtime, SocketSpec, receive_into_log, runtime
-from ._store import open_store
+from ._store import Store, open_store
+from .relay import manifest_name
 
 __all__ = ["ZmqDataSource"]
 
@@ -106,7 +109,7 @@ SOURCE_OPTIONS = frozenset({
 })
 SINK_OPTIONS = frozenset({
     "endpoint", "socket", "mode", "delivery", "header", "staging", "group", "hwm",
-    "linger", "sendtimeout",
+    "linger", "sendtimeout", "publish",
 })
 
 
@@ -720,6 +723,11 @@ class _SinkBase:
         if self.delivery not in ("at-least-once", "exactly-once"):
             raise ValueError(f"option delivery must be at-least-once or exactly-once, not "
                              f"{self.delivery!r}")
+        self.publish = options.get("publish", "driver").lower()
+        if self.publish not in ("driver", "relays"):
+            raise ValueError(f"option publish must be driver or relays, not {self.publish!r}")
+        if self.publish == "relays" and self.delivery != "exactly-once":
+            raise ValueError('option publish="relays" needs delivery="exactly-once"')
         self.header = _flag(options, "header", False)
         self.timeout = float(options.get("sendtimeout", "60"))
         self.group = options.get("group")
@@ -809,6 +817,9 @@ class _SinkBase:
         store = open_store(self.staging)
         pending = store.child("pending")
         marker = f"published/{batch_id}"
+        if self.publish == "relays":
+            self._commit_manifest(store, staged, batch_id)
+            return
         if batch_id < 0 or not store.exists(marker):
             rt = runtime()
             sock = rt.socket(self.spec)
@@ -825,6 +836,50 @@ class _SinkBase:
         if batch_id >= 0:  # what failed attempts of this batch left behind
             for leftover in pending.list(f"{batch_id}-"):
                 pending.delete(leftover)
+
+    def _commit_manifest(self, store: Store, staged: list[ZmqCommit], batch_id: int) -> None:
+        """publish="relays": write the batch's manifest for the relays (once per batch id)."""
+        pending = store.child("pending")
+        name = manifest_name(batch_id)
+        known = batch_id >= 0 and (
+            store.exists(f"published/{batch_id}") or store.child("manifests").exists(name)
+        )
+        if known:  # a replayed batch: its first commit's files are the ones published
+            keep: set[str] = set()
+            with contextlib.suppress(FileNotFoundError):
+                listed = json.loads(store.child("manifests").read(name))["files"]
+                keep = {str(f["name"]) for f in listed}
+            for commit in staged:
+                assert commit.staged is not None
+                pending.delete(commit.staged)
+            for leftover in pending.list(f"{batch_id}-"):
+                if leftover not in keep:
+                    pending.delete(leftover)
+            return
+        files = [
+            {"name": c.staged, "partition": c.partition, "rows": c.rows}
+            for c in sorted(staged, key=lambda m: m.partition)
+            if c.rows > 0
+        ]
+        body = {
+            "batch": batch_id,
+            "endpoint": ",".join(self.spec.endpoints),
+            "socket": self.spec.kind,
+            "mode": self.spec.mode,
+            "hwm": self.spec.hwm,
+            "linger": self.spec.linger,
+            "files": files,
+        }
+        for commit in staged:
+            if commit.rows == 0 and commit.staged:
+                pending.delete(commit.staged)
+        if files:
+            store.child("manifests").write(name, json.dumps(body).encode(), sync=True)
+        if batch_id >= 0:  # what failed attempts of this batch left behind
+            keep = {str(c.staged) for c in staged if c.rows > 0}
+            for leftover in pending.list(f"{batch_id}-"):
+                if leftover not in keep:
+                    pending.delete(leftover)
 
     def _discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         pending = open_store(self.staging).child("pending")
