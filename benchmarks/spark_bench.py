@@ -1,6 +1,8 @@
 """Rows per second through the Spark "zmq" source and sink (64-byte payloads).
 
     python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
+    python benchmarks/spark_bench.py --case backlog [--rows N]   # the backlog read alone
+    python benchmarks/spark_bench.py --case parquet [--rows N]   # the backlog against Parquet
 
 * **source**: a libzmq (pyzmq) PUSH sends ``--rows`` messages to a streaming query
   (``socket=pull``, ``mode=bind``, the in-query log) whose sink is ``noop``; the
@@ -11,6 +13,13 @@
 * **sink**: ``spark.range(rows)`` with a 64-byte binary ``payload`` column is written
   with ``df.write.format("zmq")`` (``socket=push``) to a libzmq PULL; the rate is rows
   over the time from the start of the write until the PULL has received every row.
+
+* **parquet** (``--case parquet``): the same spool's rows drained as in *backlog*, and
+  the same rows (offset, received_at, topic, payload, frames) written once as Parquet
+  and read by Spark's own Parquet source into the same ``noop`` sink; each read's
+  rows/s per executor core (``local[2]``: 2), and the ratio zmq ÷ Parquet. The
+  Parquet files are written before the clock starts, with as many files as the zmq
+  read has partitions.
 
 Spark runs ``local[2]`` in this process. Each measurement runs once after a small
 warm-up; the numbers include Spark's job overhead.
@@ -126,6 +135,55 @@ def bench_backlog(spark: Any, rows: int, tmp: str) -> float:
     return rows / (time.perf_counter() - t0)
 
 
+def bench_parquet(spark: Any, rows: int, tmp: str, repetitions: int = 2) -> dict[str, float]:
+    """Rows/s per core of the backlog read and of Spark's Parquet source on the same rows."""
+    from trizmq.spark._wal import LogWriter
+
+    spool = os.path.join(tmp, "spool-parquet")
+    log = LogWriter(spool, fsync=False)
+    now = time.time_ns() // 1000
+    for start in range(0, rows, 10000):
+        log.append([(now, None, [PAYLOAD])] * min(10000, rows - start))
+    log.close()
+    cores = spark.sparkContext.defaultParallelism
+    table = os.path.join(tmp, "parquet")
+    # the rows the source yields, with its schema, written once as Parquet
+    spark.read.format("zmq").option("spool", spool).load().repartition(cores).write.parquet(
+        table
+    )
+    zmq_rates, parquet_rates = [], []
+    for i in range(repetitions):
+        t0 = time.perf_counter()
+        query = (
+            spark.readStream.format("zmq").option("spool", spool).load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", os.path.join(tmp, f"ck-parquet-{i}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(600), "the backlog query did not finish"
+        zmq_rates.append(rows / (time.perf_counter() - t0) / cores)
+        t0 = time.perf_counter()
+        schema = spark.read.parquet(table).schema
+        query = (
+            spark.readStream.schema(schema).parquet(table)
+            .writeStream.format("noop")
+            .option("checkpointLocation", os.path.join(tmp, f"ck-parquet-files-{i}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(600), "the Parquet query did not finish"
+        parquet_rates.append(rows / (time.perf_counter() - t0) / cores)
+    zmq_rate, parquet_rate = sorted(zmq_rates)[len(zmq_rates) // 2], sorted(parquet_rates)[
+        len(parquet_rates) // 2
+    ]
+    return {
+        "backlog_rows_per_s_per_core": round(zmq_rate),
+        "parquet_rows_per_s_per_core": round(parquet_rate),
+        "backlog_over_parquet": round(zmq_rate / parquet_rate, 3),
+    }
+
+
 def bench_sink(spark: Any, rows: int) -> float:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     pull = ctx.socket(zmq.PULL)
@@ -166,8 +224,19 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--no-fsync", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--case", choices=["all", "backlog", "parquet"], default="all")
     args = parser.parse_args()
     spark = session()
+    if args.case != "all":
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.case == "backlog":
+                bench_backlog(spark, min(args.rows, 200_000), os.path.join(tmp, "warm-up"))
+                one = {"source_backlog_rows_per_s": round(bench_backlog(spark, args.rows, tmp))}
+            else:
+                one = bench_parquet(spark, args.rows, tmp)
+        spark.stop()
+        print(json.dumps({"rows": args.rows, "cores": os.cpu_count(), **one}, indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         source = bench_source(spark, args.rows, not args.no_fsync, tmp)
         backlog = bench_backlog(spark, args.rows, tmp)
