@@ -187,7 +187,8 @@ class _Batcher:
         if len(self.pending) == 1:
             yield self.pending[0]
         elif self.pending:
-            yield pa.concat_batches(self.pending)
+            # one chunk per column: a single batch (pa.concat_batches needs pyarrow 19)
+            yield pa.Table.from_batches(self.pending).combine_chunks().to_batches()[0]
         self.pending, self.count = [], 0
 
 
