@@ -3,6 +3,7 @@
     python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
     python benchmarks/spark_bench.py --case backlog [--rows N]   # the backlog read alone
     python benchmarks/spark_bench.py --case parquet [--rows N]   # the backlog against Parquet
+    python benchmarks/spark_bench.py --latency [--rates 1000,100000] [--seconds 20]
 
 * **source**: a libzmq (pyzmq) PUSH sends ``--rows`` messages to a streaming query
   (``socket=pull``, ``mode=bind``, the in-query log) whose sink is ``noop``; the
@@ -13,6 +14,13 @@
 * **sink**: ``spark.range(rows)`` with a 64-byte binary ``payload`` column is written
   with ``df.write.format("zmq")`` (``socket=push``) to a libzmq PULL; the rate is rows
   over the time from the start of the write until the PULL has received every row.
+* **latency** (``--latency``, instead of the three above): a libzmq PUSH sends
+  timestamped messages at a steady rate (each of ``--rates``, msgs/s, for
+  ``--seconds``) to a streaming query (the in-query log with fsync, the default
+  trigger); its ``foreachBatch`` takes each row's send time and, once the batch's rows
+  are in the driver, records now minus that. Printed: p50, p99 and the largest, beside
+  the figure Spark documents for micro-batch processing (end-to-end latencies "as low
+  as 100 milliseconds").
 
 * **parquet** (``--case parquet``): the same spool's rows drained as in *backlog*, and
   the same rows (offset, received_at, topic, payload, frames) written once as Parquet
@@ -219,13 +227,137 @@ def bench_sink(spark: Any, rows: int) -> float:
         ctx.term()
 
 
+#: what Spark's Structured Streaming guide says micro-batch processing achieves
+SPARK_MICRO_BATCH_LATENCY = 'end-to-end latencies "as low as 100 milliseconds"'
+
+
+def _send_paced(endpoint: str, rate: int, seconds: float, go: Any, total: Any) -> None:
+    """The latency case's sender (its own process): one message, then, once ``go`` is set,
+    ``rate`` msgs/s for ``seconds``, each starting with its send time (us, 8 bytes)."""
+    pad = b"x" * (len(PAYLOAD) - 8)
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.SNDHWM, 200000)
+    push.connect(endpoint)
+    push.send((time.time_ns() // 1000).to_bytes(8, "big") + pad)  # the query's first batch
+    go.wait()
+    sent = 0
+    t0 = time.time()
+    while (now := time.time()) < t0 + seconds:
+        due = int((now - t0) * rate)
+        while sent < due:
+            push.send((time.time_ns() // 1000).to_bytes(8, "big") + pad)
+            sent += 1
+        time.sleep(0.0005)
+    total.value = sent + 1
+    push.close(linger=-1)  # every message out before the process ends
+    ctx.term()
+
+
+def bench_latency(spark: Any, rate: int, seconds: float, tmp: str) -> dict[str, float]:
+    """End-to-end latency (send to the rows in a ``foreachBatch``) at ``rate`` msgs/s."""
+    import multiprocessing
+
+    endpoint = f"tcp://127.0.0.1:{_free_port()}"
+    latencies: list[int] = []  # microseconds
+    received = [0]
+    measure_from = [float("inf")]  # time.time() after the warm-up
+
+    def measure(df: Any, batch_id: int) -> None:
+        sent = df.selectExpr(
+            "cast(conv(hex(substring(payload, 1, 8)), 16, 10) as bigint) as sent"
+        ).toArrow().column("sent").to_pylist()
+        now = time.time_ns() // 1000
+        first = measure_from[0] * 1e6
+        latencies.extend(now - at for at in sent if at >= first)
+        received[0] += len(sent)
+
+    query = (
+        spark.readStream.format("zmq")
+        .option("endpoint", endpoint)
+        .option("socket", "pull")
+        .option("wal", os.path.join(tmp, f"wal-latency-{rate}"))
+        .option("hwm", "200000")
+        .load()
+        .writeStream.foreachBatch(measure)
+        .option("checkpointLocation", os.path.join(tmp, f"ck-latency-{rate}"))
+        .start()
+    )
+    spawn = multiprocessing.get_context("spawn")
+    go, total = spawn.Event(), spawn.Value("q", 0)
+    warm_up = 2.0  # seconds at the rate, not measured
+    sender = spawn.Process(target=_send_paced, args=(endpoint, rate, warm_up + seconds, go, total))
+    sender.start()
+    try:
+        deadline = time.monotonic() + 120
+        while received[0] < 1:
+            assert time.monotonic() < deadline, "the latency query did not start"
+            time.sleep(0.05)
+        measure_from[0] = time.time() + warm_up
+        go.set()
+        sender.join(warm_up + seconds + 120)
+        assert total.value > 0, "the sender did not finish"
+        deadline = time.monotonic() + 300
+        while received[0] < total.value:
+            assert time.monotonic() < deadline, "the latency query fell behind"
+            time.sleep(0.05)
+        batches = len([p for p in query.recentProgress if p["numInputRows"]])
+        if os.environ.get("SPARK_BENCH_VERBOSE"):
+            for p in query.recentProgress:
+                print(p["batchId"], p["numInputRows"], p["durationMs"], file=sys.stderr)
+    finally:
+        query.stop()
+        if sender.is_alive():
+            sender.kill()
+    latencies.sort()
+    assert latencies, "no message was measured"
+
+    def pick(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1000
+
+    return {
+        "rate": rate,
+        "messages": len(latencies),
+        "p50_ms": round(pick(0.50), 1),
+        "p99_ms": round(pick(0.99), 1),
+        "max_ms": round(latencies[-1] / 1000, 1),
+        "batches": batches,
+    }
+
+
+def main_latency(args: argparse.Namespace) -> None:
+    """The ``--latency`` case: p50/p99 at each rate, beside Spark's documented figure."""
+    spark = session()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rate in (int(r) for r in args.rates.split(",")):
+            results.append(bench_latency(spark, rate, args.seconds, tmp))
+    spark.stop()
+    for r in results:
+        print(f"{r['rate']:>7} msgs/s: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, "
+              f"max {r['max_ms']} ms ({r['messages']} messages, {r['batches']} batches)")
+    print(f"Spark's guide, micro-batch processing: {SPARK_MICRO_BATCH_LATENCY}")
+    out = {"cores": os.cpu_count(), "payload_bytes": len(PAYLOAD), "latency": results,
+           "spark_documented": SPARK_MICRO_BATCH_LATENCY}
+    print(json.dumps(out, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--no-fsync", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--case", choices=["all", "backlog", "parquet"], default="all")
+    parser.add_argument("--latency", action="store_true", help="measure latency instead")
+    parser.add_argument("--rates", default="1000,100000", help="--latency: msgs/s, comma list")
+    parser.add_argument("--seconds", type=float, default=20.0, help="--latency: per rate")
     args = parser.parse_args()
+    if args.latency:
+        main_latency(args)
+        return
     spark = session()
     if args.case != "all":
         with tempfile.TemporaryDirectory() as tmp:

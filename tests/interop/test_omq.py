@@ -374,20 +374,18 @@ OTHER_PUBLIC, _ = trizmq.curve_keypair()
 
 
 def omq_curve_client(server_key: bytes) -> tuple[str, ...]:
+    # "--flag=KEY": a Z85 key may begin with "-", which argparse would take for a flag
     return (
-        "--curve-secret",
-        CLIENT_SECRET.decode(),
-        "--curve-public",
-        CLIENT_PUBLIC.decode(),
-        "--curve-server-key",
-        server_key.decode(),
+        f"--curve-secret={CLIENT_SECRET.decode()}",
+        f"--curve-public={CLIENT_PUBLIC.decode()}",
+        f"--curve-server-key={server_key.decode()}",
     )
 
 
 def omq_curve_server(*allow: bytes) -> tuple[str, ...]:
-    args = ("--curve-secret", SERVER_SECRET.decode(), "--curve-public", SERVER_PUBLIC.decode())
+    args = (f"--curve-secret={SERVER_SECRET.decode()}", f"--curve-public={SERVER_PUBLIC.decode()}")
     for key in allow:
-        args += ("--curve-allow", key.decode())
+        args += (f"--curve-allow={key.decode()}",)
     return args
 
 

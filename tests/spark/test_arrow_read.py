@@ -185,3 +185,21 @@ def test_local_partitions_split_evenly(tmp_path: Path) -> None:
     log.close()
     parts = _ranges({os.fspath(tmp_path): (0, 1000)}, {"partitions": "4", "minpartitionrows": "1"})
     assert [(p.start, p.end) for p in parts] == [(0, 250), (250, 500), (500, 750), (750, 1000)]
+
+
+def test_payload_index_counts_blocks_and_records(tmp_path: Path) -> None:
+    """maxBytesPerTrigger's index reads the payload sizes of both segment formats."""
+    old = _messages(50)
+    write_log_of_records(tmp_path, old, per_segment=20)
+    log = _wal.LogWriter(tmp_path, fsync=False)
+    new = _messages(70, 50)
+    log.append(new[:30])
+    index = _wal.PayloadIndex(tmp_path)
+    index.extend(10, 80)
+    sizes = [len(frames[-1]) if frames else 0 for _at, _topic, frames in old + new]
+    assert index.size(10, 80) == sum(sizes[10:80])
+    log.append(new[30:])  # the segment being appended to is read on from where it stopped
+    index.extend(10, 120)
+    assert index.size(10, 120) == sum(sizes[10:120])
+    assert index.size(77, 101) == sum(sizes[77:101])
+    log.close()

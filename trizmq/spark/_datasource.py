@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import fnmatch
 import hashlib
 import itertools
 import os
+import re
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias, cast
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -29,7 +32,14 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 import trizmq
@@ -94,6 +104,7 @@ SOURCE_OPTIONS = frozenset({
     "endpoint", "socket", "mode", "subscribe", "groups", "wal", "spool", "fsync", "hwm",
     "segmentbytes", "maxrecordspertrigger", "partitions", "minpartitionrows",
     "leaseseconds", "linger",
+    "maxbytespertrigger", "minrecordspertrigger", "maxtriggerdelay",
 })
 SINK_OPTIONS = frozenset({
     "endpoint", "socket", "mode", "delivery", "header", "staging", "group", "hwm",
@@ -157,15 +168,112 @@ class LogRange(InputPartition):
 
 
 def _log_locations(options: dict[str, str]) -> tuple[list[str], bool]:
-    """(the log locations, whether spools own them): several spools, or the query's own log."""
+    """(the log locations, whether spools own them): several spools, or the query's own log.
+
+    A spool location may be a pattern (:func:`_pattern`), which :func:`_discover` expands.
+    """
     if "spool" in options:
         spools = _list(options["spool"])
         if not spools:
             raise ValueError("option spool must name at least one log location")
         if len(set(spools)) != len(spools):
             raise ValueError(f"option spool names a location twice: {options['spool']!r}")
+        for spool in spools:
+            _pattern(spool)  # a glob anywhere but in the last component fails here
         return spools, True
     return [options.get("wal") or _default_dir("wal", options)], False
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _pattern(location: str) -> tuple[str, str] | None:
+    """(parent location, glob) of a spool pattern, or None for a plain location."""
+    parent, _, last = location.rstrip("/").rpartition("/")
+    if not _GLOB.search(location):
+        return None
+    if _GLOB.search(parent) or not last or not parent:
+        raise ValueError(
+            f"option spool: only the last component of a location may be a pattern, "
+            f"not {location!r}"
+        )
+    return parent, last
+
+
+def _discover(parent: str, glob: str) -> list[str]:
+    """The logs under ``parent`` whose names match ``glob`` (a log has a ``head``)."""
+    found = []
+    for name in open_store(parent).children():
+        if fnmatch.fnmatchcase(name, glob):
+            location = f"{parent}/{name}"
+            if open_store(location).exists("head"):
+                found.append(location)
+    return found
+
+
+#: seconds between two listings of a spool pattern (a LIST per trigger costs money on S3)
+DISCOVER_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Admission:
+    """How much a micro-batch may take: maximums (rows, payload bytes), and a minimum
+    of rows that a batch waits for, at most ``max_delay`` seconds after the last one."""
+
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    min_rows: int | None = None
+    max_delay: float = 15 * 60.0
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> Admission:
+        """The admission options of a source; a bad value raises naming its option."""
+        minimum = _positive(options, "minrecordspertrigger", "minRecordsPerTrigger")
+        admission = cls(
+            max_rows=_positive(options, "maxrecordspertrigger", "maxRecordsPerTrigger"),
+            max_bytes=_positive(options, "maxbytespertrigger", "maxBytesPerTrigger"),
+            min_rows=minimum,
+        )
+        if "maxtriggerdelay" in options:
+            if minimum is None:
+                raise ValueError("option maxTriggerDelay applies only with minRecordsPerTrigger")
+            admission = replace(
+                admission, max_delay=_duration(options["maxtriggerdelay"], "maxTriggerDelay")
+            )
+        if minimum is not None and admission.max_rows is not None and minimum > admission.max_rows:
+            raise ValueError(
+                f"option minRecordsPerTrigger ({minimum}) is above maxRecordsPerTrigger "
+                f"({admission.max_rows})"
+            )
+        return admission
+
+
+def _positive(options: dict[str, str], key: str, name: str) -> int | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(f"option {name} must be a positive integer, not {value!r}")
+    return number
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([a-z]+)\s*")
+
+
+def _duration(value: str, name: str) -> float:
+    """Seconds of a duration such as "5s", "250ms", "2m", "1h" (the unit is required)."""
+    match = _DURATION.fullmatch(value.lower())
+    if match is None or match.group(2) not in _UNITS:
+        raise ValueError(
+            f"option {name} must be a duration with a unit (ms, s, m, h, d) such as '5s', "
+            f"not {value!r}"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def _ranges(
@@ -274,10 +382,27 @@ class _SourceBase:
     def __init__(self, options: dict[str, str]) -> None:
         _check_options(options, SOURCE_OPTIONS, "source")
         self.options = options
-        self.locations, self.spooled = _log_locations(options)
-        for location in self.locations:
+        self.given, self.spooled = _log_locations(options)
+        self.patterns = [p for p in map(_pattern, self.given) if p is not None]
+        self.plain = [loc for loc in self.given if _pattern(loc) is None]
+        for location in [*self.plain, *(parent for parent, _ in self.patterns)]:
             open_store(location)  # a location pyarrow cannot open fails here, named
-        self.directory = self.locations[0]
+        self.locations: list[str] = []
+        self._listed = -DISCOVER_SECONDS
+        self._refresh(force=True)
+        self.directory = self.locations[0] if self.locations else self.given[0]
+
+    def _refresh(self, force: bool = False) -> None:
+        """The current locations: the plain ones, and what the patterns match now."""
+        if not self.patterns:
+            self.locations = self.plain
+            return
+        now = time.monotonic()
+        if not force and now - self._listed < DISCOVER_SECONDS:
+            return
+        found = {loc for parent, glob in self.patterns for loc in _discover(parent, glob)}
+        self.locations = [*self.plain, *sorted(found - set(self.plain))]
+        self._listed = now
 
     def _heads(self) -> Offsets:
         return {loc: _wal.read_head(loc) for loc in self.locations}
@@ -286,25 +411,38 @@ class _SourceBase:
         return {loc: _wal.read_committed(loc) for loc in self.locations}
 
     def _pack(self, offsets: Offsets) -> SparkOffset:
-        """Spark's JSON offset: ``{"offset": n}`` for one log, ``{"offsets": {location: n}}``."""
-        if len(self.locations) == 1:
+        """Spark's JSON offset: ``{"offset": n}`` for one log, ``{"offsets": {location: n}}``
+        for several or for a pattern (its keys in a stable order: Spark compares the JSON)."""
+        if not self.patterns and len(self.locations) == 1 and len(offsets) == 1:
             return {"offset": offsets[self.locations[0]]}
-        return {"offsets": {loc: offsets[loc] for loc in self.locations}}
+        order = [loc for loc in self.locations if loc in offsets]
+        order += sorted(set(offsets) - set(order))
+        return {"offsets": {loc: offsets[loc] for loc in order}}
 
     def _unpack(self, packed: SparkOffset | None) -> Offsets:
         if packed is None:
             return self._committed()
         # {"offset": n} is one log's (or, read with several spools, the first one's)
         many = packed.get("offsets")
-        known = many if isinstance(many, dict) and many else {self.locations[0]: packed["offset"]}
-        # a spool added to the list since the checkpoint starts at its committed mark
-        return {
+        if isinstance(many, dict):
+            known = cast("dict[str, object]", many)
+        elif "offset" in packed and self.locations:
+            known = {self.locations[0]: packed["offset"]}
+        else:
+            known = {}
+        # a spool added to the list since the checkpoint, or found by a pattern, starts
+        # at its committed mark
+        offsets = {
             loc: _log_offset(known[loc]) if loc in known else _wal.read_committed(loc)
             for loc in self.locations
         }
+        if self.patterns:  # a spool gone from the pattern's matches keeps its offset
+            for loc, value in known.items():
+                offsets.setdefault(loc, _log_offset(value))
+        return offsets
 
     def _spans(self, start: Offsets, end: Offsets) -> dict[str, tuple[int, int]]:
-        return {loc: (start[loc], end[loc]) for loc in self.locations}
+        return {loc: (start.get(loc, end[loc]), end[loc]) for loc in end}
 
 
 class ZmqBatchReader(_SourceBase, DataSourceReader):
@@ -318,17 +456,24 @@ class ZmqBatchReader(_SourceBase, DataSourceReader):
 
 
 class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Streaming source: offsets are log positions (one per log); the log is written first."""
+    """Streaming source: offsets are log positions (one per log); the log is written first.
+
+    Admission control is PySpark's: :meth:`getDefaultReadLimit` reports the options'
+    limit and :meth:`latestOffset` plans each batch with the limit Spark hands back.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         self._target: Offsets | None = None
+        self.admission = Admission.from_options(options)
+        self._last_batch = time.monotonic()  # minRecordsPerTrigger's delay runs from here
+        self._payloads: dict[str, _wal.PayloadIndex] = {}
         if not self.spooled:
             _spec(options, for_source=True)  # fail early on bad options
 
     def _ensure_receiver(self) -> None:
         if self.spooled:
-            for location in self.locations:
+            for location in self.plain:
                 if not open_store(location).exists():
                     raise FileNotFoundError(f"no spool log at {location}")
             return
@@ -343,32 +488,97 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
 
     def initialOffset(self) -> SparkOffset:
         self._ensure_receiver()
+        self._refresh(force=True)
         return self._pack(self._committed())
 
     def latestOffset(
         self, start: SparkOffset | None = None, limit: ReadLimit | None = None
     ) -> SparkOffset:
         self._ensure_receiver()
+        self._refresh()
         heads = self._heads()
+        if start is None:
+            if self._target is not None:
+                heads = {loc: min(n, self._target.get(loc, n)) for loc, n in heads.items()}
+            return self._pack(heads)
+        begin = self._unpack(start)
+        # a spool gone from a pattern's matches stays where it was
+        ends = {loc: max(heads.get(loc, n), n) for loc, n in begin.items()}
+        if self._target is not None:  # availableNow: nothing past the heads at its start
+            ends = {
+                loc: max(begin[loc], min(n, self._target.get(loc, begin[loc])))
+                for loc, n in ends.items()
+            }
+        admission = self._admission_for(limit)
+        if admission is not None:
+            ends = self._admit(begin, ends, admission)
+        if ends != begin:
+            self._last_batch = time.monotonic()
+        return self._pack(ends)
+
+    def _admission_for(self, limit: ReadLimit | None) -> Admission | None:
+        """The limits of this batch: those of the options, with the one Spark handed us.
+
+        Spark hands back the limit of :meth:`getDefaultReadLimit` (PySpark has no
+        composite limit, so that carries one option and the others come from the
+        options), or ``ReadAllAvailable`` when the trigger asks for everything
+        (``Trigger.Once``). Under ``availableNow`` the minimum does not apply: all the
+        rows there will be are there, and waiting for more would only delay the end.
+        """
+        if limit is None or isinstance(limit, ReadAllAvailable):
+            return None
+        admission = self.admission
+        if isinstance(limit, ReadMaxRows):
+            admission = replace(admission, max_rows=limit.max_rows)
+        elif isinstance(limit, ReadMaxBytes):
+            admission = replace(admission, max_bytes=limit.max_bytes)
+        elif isinstance(limit, ReadMinRows):
+            admission = replace(admission, min_rows=limit.min_rows)
         if self._target is not None:
-            heads = {loc: min(n, self._target.get(loc, n)) for loc, n in heads.items()}
-        if start is not None:
-            begin = self._unpack(start)
-            heads = {loc: max(n, begin[loc]) for loc, n in heads.items()}
-            if isinstance(limit, ReadMaxRows):
-                heads = _limit(begin, heads, limit.max_rows)
-        return self._pack(heads)
+            admission = replace(admission, min_rows=None)
+        return admission
+
+    def _admit(self, begin: Offsets, ends: Offsets, admission: Admission) -> Offsets:
+        available = sum(ends[loc] - begin[loc] for loc in ends)
+        if (
+            admission.min_rows is not None
+            and available < admission.min_rows
+            and time.monotonic() - self._last_batch < admission.max_delay
+        ):
+            return dict(begin)  # no batch yet: wait for rows or for the delay
+        if admission.max_rows is not None:
+            ends = _limit(begin, ends, admission.max_rows)
+        if admission.max_bytes is not None:
+            for loc in ends:
+                if ends[loc] > begin[loc]:
+                    self._payload_index(loc).extend(begin[loc], ends[loc])
+            ends = _limit_bytes(begin, ends, admission.max_bytes, self._payloads)
+        return ends
+
+    def _payload_index(self, location: str) -> _wal.PayloadIndex:
+        index = self._payloads.get(location)
+        if index is None:
+            index = self._payloads[location] = _wal.PayloadIndex(location)
+        return index
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        if "maxrecordspertrigger" in self.options:
-            return ReadMaxRows(int(self.options["maxrecordspertrigger"]))
-        return super().getDefaultReadLimit()
+        """The limit Spark carries for the options: the minimum when there is one (it
+        decides whether a batch runs at all), else the row or the byte maximum."""
+        admission = self.admission
+        if admission.min_rows is not None:
+            return ReadMinRows(admission.min_rows)
+        if admission.max_rows is not None:
+            return ReadMaxRows(admission.max_rows)
+        if admission.max_bytes is not None:
+            return ReadMaxBytes(admission.max_bytes)
+        return ReadAllAvailable()
 
     def reportLatestOffset(self) -> SparkOffset | None:
         return self._pack(self._heads())
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._ensure_receiver()
+        self._refresh(force=True)
         self._target = self._heads()
 
     def partitions(
@@ -381,7 +591,12 @@ class ZmqStreamReader(_SourceBase, DataSourceStreamReader, SupportsTriggerAvaila
 
     def commit(self, end: SparkOffset) -> None:
         for location, offset in self._unpack(end).items():
-            _wal.commit(location, offset)
+            # a spool gone from a pattern's matches keeps its offset, and is not written
+            if not self.patterns or open_store(location).exists("head"):
+                _wal.commit(location, offset)
+            index = self._payloads.get(location)
+            if index is not None:
+                index.forget(offset)
 
     def stop(self) -> None:
         with _RECEIVERS_LOCK:
@@ -407,6 +622,39 @@ def _limit(start: Offsets, heads: Offsets, max_rows: int) -> Offsets:
             if left == 0:
                 break
     return {loc: start[loc] + take[loc] for loc in heads}
+
+
+def _limit_bytes(
+    start: Offsets, ends: Offsets, max_bytes: int, sizes: dict[str, _wal.PayloadIndex]
+) -> Offsets:
+    """Ends whose rows take at most ``max_bytes`` payload bytes in all, shared fairly
+    among the logs (``sizes`` has the payload sizes of every log's rows); but at least
+    one row, so that a row larger than the limit does not stop the stream."""
+    left = max(0, max_bytes)
+    take = dict(start)
+    while left > 0:
+        hungry = [loc for loc in ends if take[loc] < ends[loc]]
+        if not hungry:
+            break
+        moved = False
+        share = max(1, left // len(hungry))
+        for loc in hungry:
+            stop = sizes[loc].fit(take[loc], ends[loc], min(share, left))
+            if stop > take[loc]:
+                left -= sizes[loc].size(take[loc], stop)
+                take[loc], moved = stop, True
+        if not moved:  # each next row is above a fair share: give the rest in order
+            for loc in hungry:
+                stop = sizes[loc].fit(take[loc], ends[loc], left)
+                left -= sizes[loc].size(take[loc], stop)
+                take[loc] = stop
+            break
+    if take == start:
+        for loc in ends:
+            if ends[loc] > start[loc]:
+                take[loc] = start[loc] + 1
+                break
+    return take
 
 
 # -- sink --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ This module needs pyarrow only for remote locations; it imports neither trio nor
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 from pathlib import Path
@@ -34,9 +35,17 @@ class Store:
         """Names (relative to ``under``) of the objects in ``under`` starting with ``prefix``."""
         raise NotImplementedError
 
+    def children(self) -> builtins.list[str]:
+        """Names of the sub-locations (directories, or prefixes on an object store) here."""
+        raise NotImplementedError
+
     def read(self, name: str) -> bytes:
         """The whole object; ``FileNotFoundError`` if there is none."""
         raise NotImplementedError
+
+    def read_from(self, name: str, position: int) -> bytes:
+        """The object's bytes from ``position`` on (a local file is read from there)."""
+        return self.read(name)[position:]
 
     def write(self, name: str, data: bytes, *, sync: bool = True) -> None:
         """Replace the object ``name`` with ``data`` atomically (durably when ``sync``)."""
@@ -74,8 +83,19 @@ class LocalStore(Store):
         except FileNotFoundError:
             return []
 
+    def children(self) -> builtins.list[str]:
+        try:
+            return sorted(p.name for p in self.path.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
+
     def read(self, name: str) -> bytes:
         return (self.path / name).read_bytes()
+
+    def read_from(self, name: str, position: int) -> bytes:
+        with open(self.path / name, "rb") as f:
+            f.seek(position)
+            return f.read()
 
     def write(self, name: str, data: bytes, *, sync: bool = True) -> None:
         target = self.path / name
@@ -169,6 +189,16 @@ class RemoteStore(Store):
             if name.startswith(prefix) and info.type == pafs.FileType.File:
                 names.append(name)
         return sorted(names)
+
+    def children(self) -> builtins.list[str]:
+        from pyarrow import fs as pafs
+
+        selector = pafs.FileSelector(self.root, allow_not_found=True)
+        return sorted(
+            info.path.rstrip("/").rsplit("/", 1)[-1]
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.Directory
+        )
 
     def read(self, name: str) -> bytes:
         with self.fs.open_input_stream(self._path(name)) as f:

@@ -41,6 +41,7 @@ This module needs neither trio nor pyspark.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import itertools
@@ -65,6 +66,7 @@ __all__ = [
     "Lease",
     "LeaseLost",
     "LogWriter",
+    "PayloadIndex",
     "Record",
     "Columns",
     "commit",
@@ -478,6 +480,108 @@ def record_columns(
     if cols.offsets:
         yield cols
     return expected
+
+
+def _payload_sizes(data: Buffer, b: Block) -> Sequence[int]:
+    """The payload (last frame) bytes of each record of a block (0 for no frames)."""
+    pos = b.pos + BLOCK_HEAD
+    lengths = struct.unpack_from(f"<{b.frames}i", data, pos + 16 * b.n)
+    if b.frames == b.n:
+        counts = struct.unpack_from(f"<{b.n}i", data, pos + 12 * b.n)
+        if counts.count(1) == b.n:  # one frame each: the frames are the payloads
+            return lengths
+    else:
+        counts = struct.unpack_from(f"<{b.n}i", data, pos + 12 * b.n)
+    ends = itertools.accumulate(counts)
+    return [lengths[e - 1] if c else 0 for e, c in zip(ends, counts, strict=True)]
+
+
+class PayloadIndex:
+    """The payload bytes of a log's records (each one's last frame), for sizing batches.
+
+    A reader (the driver, for ``maxBytesPerTrigger``) keeps one per log. It reads each
+    record's header once, as the log grows: a local segment being appended to is read
+    on from where the last call stopped, and a remote segment, written whole, is read
+    once. Only offsets from the first one asked for on are held, and :meth:`forget`
+    drops those a commit made useless, so it holds the sizes of the log's uncommitted
+    records at most (eight bytes each).
+    """
+
+    def __init__(self, location: Location) -> None:
+        self.store = _store(location)
+        self.base = 0
+        self._sums = [0]  # payload bytes of offsets base .. base + i - 1
+        self._segment: str | None = None
+        self._position = 0  # in _segment, past the last record indexed
+
+    @property
+    def end(self) -> int:
+        """The first offset not indexed yet."""
+        return self.base + len(self._sums) - 1
+
+    def _restart(self, start: int) -> None:
+        self.base, self._sums, self._segment, self._position = start, [0], None, 0
+
+    def extend(self, start: int, end: int) -> None:
+        """Index offsets ``start`` to ``end`` (below the log's head); ``LookupError`` if missing."""
+        if start < self.base or start > self.end:
+            self._restart(start)
+        if self.end >= end:
+            return
+        sums = self._sums
+        for _first, name in _covering(self.store, self.end, end):
+            if self.end >= end:
+                break
+            at = self._position if name == self._segment else 0
+            try:
+                data = memoryview(self.store.read_from(name, at))
+            except FileNotFoundError:
+                break
+            if name.endswith(BLOCKS):
+                for b in _scan_blocks(data):
+                    if b.first > self.end:
+                        break
+                    skip = self.end - b.first
+                    for size in itertools.islice(_payload_sizes(data, b), skip, None):
+                        sums.append(sums[-1] + size)
+                    self._segment, self._position = name, at + b.end
+                    if self.end >= end:
+                        break
+                continue
+            for _pos, stop, body in _scan(data):
+                offset, _at, _tlen, n = _HEADER.unpack_from(body, 0)
+                if offset < self.end:
+                    continue
+                if offset != self.end:
+                    break
+                size = _LEN.unpack_from(body, _HEADER.size + 4 * (n - 1))[0] if n else 0
+                sums.append(sums[-1] + size)
+                self._segment, self._position = name, at + stop
+                if self.end >= end:
+                    break
+        if self.end < end:
+            raise _missing(self.store, self.end, start, end)
+
+    def size(self, start: int, end: int) -> int:
+        """Payload bytes of offsets ``start`` to ``end`` (indexed by :meth:`extend`)."""
+        return self._sums[end - self.base] - self._sums[start - self.base]
+
+    def fit(self, start: int, end: int, budget: int) -> int:
+        """The furthest ``e`` (``start <= e <= end``) whose rows from ``start`` take at most
+        ``budget`` payload bytes."""
+        if end <= start:
+            return start
+        sums, base = self._sums, self.base
+        limit = sums[start - base] + budget
+        i = bisect.bisect_right(sums, limit, start - base, end - base + 1) - 1
+        return max(start, i + base)
+
+    def forget(self, below: int) -> None:
+        """Drop the sizes of offsets below ``below`` (committed: never asked for again)."""
+        cut = min(below, self.end) - self.base
+        if cut > 0:
+            self._sums = [s - self._sums[cut] for s in self._sums[cut:]]
+            self.base += cut
 
 
 class LeaseLost(RuntimeError):
