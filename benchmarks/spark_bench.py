@@ -3,6 +3,7 @@
     python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
     python benchmarks/spark_bench.py --case backlog [--rows N]   # the backlog read alone
     python benchmarks/spark_bench.py --case parquet [--rows N]   # the backlog against Parquet
+    python benchmarks/spark_bench.py --case decode [--rows N]    # the log into Arrow, no Spark
     python benchmarks/spark_bench.py --latency [--rates 1000,100000] [--seconds 20]
 
 * **source**: a libzmq (pyzmq) PUSH sends ``--rows`` messages to a streaming query
@@ -28,6 +29,11 @@
   rows/s per executor core (``local[2]``: 2), and the ratio zmq ÷ Parquet. The
   Parquet files are written before the clock starts, with as many files as the zmq
   read has partitions.
+
+* **decode** (``--case decode``, no Spark): rows/s of one Python process turning a
+  log into Arrow batches as an executor's partition does: a log of records (the format
+  before blocks: a CRC and a Python step per record) and logs of blocks written in
+  appends of 10,000, 1,000, 100 and 10 messages; the best of three reads each.
 
 Spark runs ``local[2]`` in this process. Each measurement runs once after a small
 warm-up; the numbers include Spark's job overhead.
@@ -192,6 +198,40 @@ def bench_parquet(spark: Any, rows: int, tmp: str, repetitions: int = 2) -> dict
     }
 
 
+def bench_decode(rows: int, tmp: str) -> dict[str, int]:
+    """Rows/s of reading a log into Arrow batches in this process (what a partition does)."""
+    from pathlib import Path
+
+    from trizmq.spark import _arrowlog, _wal
+
+    def best(location: str, n: int) -> int:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            got = sum(b.num_rows for b in _arrowlog.read_batches(location, 0, n))
+            times.append(time.perf_counter() - t0)
+            assert got == n
+        return round(n / min(times))
+
+    now = time.time_ns() // 1000
+    records = Path(tmp, "records")
+    records.mkdir()
+    with open(records / f"seg-{0:020d}.log", "wb") as f:  # as the writer before blocks did
+        for i in range(rows):
+            f.write(_wal.encode(i, now, None, [PAYLOAD]))
+    (records / "head").write_text(str(rows))
+    out = {"records_rows_per_s": best(str(records), rows)}
+    for per in (10_000, 1_000, 100, 10):
+        n = rows if per >= 1_000 else min(rows, 10_000 * per)  # a head write per append
+        location = os.path.join(tmp, f"blocks-{per}")
+        log = _wal.LogWriter(location, fsync=False)
+        for start in range(0, n, per):
+            log.append([(now, None, [PAYLOAD])] * min(per, n - start))
+        log.close()
+        out[f"blocks_of_{per}_rows_per_s"] = best(location, n)
+    return out
+
+
 def bench_sink(spark: Any, rows: int) -> float:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     pull = ctx.socket(zmq.PULL)
@@ -350,13 +390,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--no-fsync", action="store_true")
     parser.add_argument("--json")
-    parser.add_argument("--case", choices=["all", "backlog", "parquet"], default="all")
+    parser.add_argument("--case", choices=["all", "backlog", "parquet", "decode"], default="all")
     parser.add_argument("--latency", action="store_true", help="measure latency instead")
     parser.add_argument("--rates", default="1000,100000", help="--latency: msgs/s, comma list")
     parser.add_argument("--seconds", type=float, default=20.0, help="--latency: per rate")
     args = parser.parse_args()
     if args.latency:
         main_latency(args)
+        return
+    if args.case == "decode":
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps({"rows": args.rows, **bench_decode(args.rows, tmp)}, indent=2))
         return
     spark = session()
     if args.case != "all":
