@@ -29,7 +29,7 @@ The writer updates ``head`` only after the blocks are written (and, with ``fsync
 synced), so an offset below ``head`` is always readable.
 
 On a local directory the writer appends to the last segment and rolls to a new one
-past ``segment_bytes``; a torn record at the end of the last segment (a crash
+past ``segment_bytes``; a torn block (or record) at the end of the last segment (a crash
 mid-write) is cut off when a writer reopens the log. On an object store nothing can be
 appended: every write of the writer is a new segment object, published whole by its
 upload (there is no torn tail), and ``head`` follows it. There is no ``flock`` either:
