@@ -203,3 +203,13 @@ def test_payload_index_counts_blocks_and_records(tmp_path: Path) -> None:
     assert index.size(10, 120) == sum(sizes[10:120])
     assert index.size(77, 101) == sum(sizes[77:101])
     log.close()
+
+
+def test_small_blocks_of_one_frame_each(tmp_path: Path) -> None:
+    messages: list[Message] = [(i, None, [b"m%d" % i]) for i in range(100)]
+    log = _wal.LogWriter(tmp_path, fsync=False)
+    for at in range(0, 100, 10):  # blocks below SMALL_BLOCK records: decoded record by record
+        log.append(messages[at : at + 10])
+    log.close()
+    assert _read(tmp_path, 0, 100) == _rows(messages, 0)
+    assert _read(tmp_path, 3, 47, rows=8) == _rows(messages, 0)[3:47]

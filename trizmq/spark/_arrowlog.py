@@ -21,8 +21,10 @@ This module needs pyarrow and numpy (the ``spark`` extra); it never imports pysp
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
+import struct
 import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -144,15 +146,43 @@ def block_batch(buf: pa.Buffer, b: _wal.Block) -> pa.RecordBatch:
     )
 
 
-def _small_columns(data: _wal.Buffer, b: _wal.Block, expected: int, end: int,
+def _small_columns(data: bytes | mmap.mmap, b: _wal.Block, expected: int, end: int,
                    cols: _wal.Columns) -> None:
-    for r in _wal._block_records(data, b):
-        if expected <= r.offset < end:
-            cols.offsets.append(r.offset)
-            cols.received_at_us.append(r.received_at_us)
-            cols.topics.append(r.topic)
-            cols.frames.extend(r.frames)
-            cols.counts.append(len(r.frames))
+    """Add the records of a small block (offsets ``expected`` to ``end``) to ``cols``."""
+    n, nf = b.n, b.frames
+    pos = b.pos + _wal.BLOCK_HEAD
+    ats = struct.unpack_from(f"<{n}q", data, pos)
+    tlens = struct.unpack_from(f"<{n}i", data, pos + 8 * n)
+    counts = struct.unpack_from(f"<{n}i", data, pos + 12 * n)
+    lengths = struct.unpack_from(f"<{nf}i", data, pos + 16 * n)
+    tpos = pos + 16 * n + 4 * nf
+    fpos = tpos + b.topic_bytes
+    lo, hi = max(0, expected - b.first), min(n, end - b.first)
+    if nf == n and counts.count(1) == n and b.topic_bytes == 0 and tlens.count(-1) == n:
+        starts = list(itertools.accumulate(lengths, initial=fpos))  # one frame each, no topics
+        cols.frames.extend([data[starts[i] : starts[i + 1]] for i in range(lo, hi)])
+        cols.topics.extend([None] * (hi - lo))
+        cols.counts.extend(counts[lo:hi])
+    else:
+        li = 0
+        for i in range(n):
+            tlen, count = tlens[i], counts[i]
+            keep = lo <= i < hi
+            if tlen >= 0:
+                if keep:
+                    cols.topics.append(data[tpos : tpos + tlen])
+                tpos += tlen
+            elif keep:
+                cols.topics.append(None)
+            for length in lengths[li : li + count]:
+                if keep:
+                    cols.frames.append(data[fpos : fpos + length])
+                fpos += length
+            li += count
+            if keep:
+                cols.counts.append(count)
+    cols.offsets.extend(range(b.first + lo, b.first + hi))
+    cols.received_at_us.extend(ats[lo:hi])
 
 
 class _Batcher:
@@ -201,7 +231,9 @@ def _mapped(path: Path) -> tuple[pa.Buffer, mmap.mmap | bytes]:
     return pa.py_buffer(view), view
 
 
-def _fetch(store: Store, names: list[str]) -> Iterator[tuple[str, pa.Buffer, _wal.Buffer] | None]:
+def _fetch(
+    store: Store, names: list[str]
+) -> Iterator[tuple[str, pa.Buffer, bytes | mmap.mmap] | None]:
     """Each segment's bytes in order (None once one is gone): local ones mapped, remote
     ones fetched up to :data:`PREFETCH` ahead in threads."""
     if store.local:
@@ -254,7 +286,7 @@ def read_batches(
             break
         name, buf, data = got
         if name.endswith(_wal.RECORDS):
-            for cols in _wal.record_columns(data, expected, end, rows):  # type: ignore[arg-type]
+            for cols in _wal.record_columns(data, expected, end, rows):
                 expected = cols.offsets[-1] + 1
                 yield from out.add(columns_batch(cols))
         else:
