@@ -1,6 +1,9 @@
 """Rows per second through the Spark "zmq" source and sink (64-byte payloads).
 
     python benchmarks/spark_bench.py [--rows 500000] [--no-fsync] [--json out.json]
+    python benchmarks/spark_bench.py --case backlog [--rows N]   # the backlog read alone
+    python benchmarks/spark_bench.py --case parquet [--rows N]   # the backlog against Parquet
+    python benchmarks/spark_bench.py --case decode [--rows N]    # the log into Arrow, no Spark
     python benchmarks/spark_bench.py --latency [--rates 1000,100000] [--seconds 20]
     python benchmarks/spark_bench.py --case exactly-once [--rows N] [--batch-rows N]
 
@@ -24,6 +27,18 @@
 * **exactly-once** (``--case exactly-once``, alone): the exactly-once sink's rows/s,
   published by the driver (``publish="driver"``) and by one and two relays
   (``publish="relays"``), on ``local-cluster[2,1,1024]``; see :func:`bench_exactly_once`.
+
+* **parquet** (``--case parquet``): the same spool's rows drained as in *backlog*, and
+  the same rows (offset, received_at, topic, payload, frames) written once as Parquet
+  and read by Spark's own Parquet source into the same ``noop`` sink; each read's
+  rows/s per executor core (``local[2]``: 2), and the ratio zmq ÷ Parquet. The
+  Parquet files are written before the clock starts, with as many files as the zmq
+  read has partitions.
+
+* **decode** (``--case decode``, no Spark): rows/s of one Python process turning a
+  log into Arrow batches as an executor's partition does: a log of records (the format
+  before blocks: a CRC and a Python step per record) and logs of blocks written in
+  appends of 10,000, 1,000, 100 and 10 messages; the best of three reads each.
 
 Spark runs ``local[2]`` in this process (the exactly-once case: a local cluster).
 Each measurement runs once after a small warm-up; the numbers include Spark's job overhead.
@@ -137,6 +152,89 @@ def bench_backlog(spark: Any, rows: int, tmp: str) -> float:
     )
     assert query.awaitTermination(600), "the backlog query did not finish"
     return rows / (time.perf_counter() - t0)
+
+
+def bench_parquet(spark: Any, rows: int, tmp: str, repetitions: int = 2) -> dict[str, float]:
+    """Rows/s per core of the backlog read and of Spark's Parquet source on the same rows."""
+    from trizmq.spark._wal import LogWriter
+
+    spool = os.path.join(tmp, "spool-parquet")
+    log = LogWriter(spool, fsync=False)
+    now = time.time_ns() // 1000
+    for start in range(0, rows, 10000):
+        log.append([(now, None, [PAYLOAD])] * min(10000, rows - start))
+    log.close()
+    cores = spark.sparkContext.defaultParallelism
+    table = os.path.join(tmp, "parquet")
+    # the rows the source yields, with its schema, written once as Parquet
+    spark.read.format("zmq").option("spool", spool).load().repartition(cores).write.parquet(
+        table
+    )
+    zmq_rates, parquet_rates = [], []
+    for i in range(repetitions):
+        t0 = time.perf_counter()
+        query = (
+            spark.readStream.format("zmq").option("spool", spool).load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", os.path.join(tmp, f"ck-parquet-{i}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(600), "the backlog query did not finish"
+        zmq_rates.append(rows / (time.perf_counter() - t0) / cores)
+        t0 = time.perf_counter()
+        schema = spark.read.parquet(table).schema
+        query = (
+            spark.readStream.schema(schema).parquet(table)
+            .writeStream.format("noop")
+            .option("checkpointLocation", os.path.join(tmp, f"ck-parquet-files-{i}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(600), "the Parquet query did not finish"
+        parquet_rates.append(rows / (time.perf_counter() - t0) / cores)
+    zmq_rate, parquet_rate = sorted(zmq_rates)[len(zmq_rates) // 2], sorted(parquet_rates)[
+        len(parquet_rates) // 2
+    ]
+    return {
+        "backlog_rows_per_s_per_core": round(zmq_rate),
+        "parquet_rows_per_s_per_core": round(parquet_rate),
+        "backlog_over_parquet": round(zmq_rate / parquet_rate, 3),
+    }
+
+
+def bench_decode(rows: int, tmp: str) -> dict[str, int]:
+    """Rows/s of reading a log into Arrow batches in this process (what a partition does)."""
+    from pathlib import Path
+
+    from trizmq.spark import _arrowlog, _wal
+
+    def best(location: str, n: int) -> int:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            got = sum(b.num_rows for b in _arrowlog.read_batches(location, 0, n))
+            times.append(time.perf_counter() - t0)
+            assert got == n
+        return round(n / min(times))
+
+    now = time.time_ns() // 1000
+    records = Path(tmp, "records")
+    records.mkdir()
+    with open(records / f"seg-{0:020d}.log", "wb") as f:  # as the writer before blocks did
+        for i in range(rows):
+            f.write(_wal.encode(i, now, None, [PAYLOAD]))
+    (records / "head").write_text(str(rows))
+    out = {"records_rows_per_s": best(str(records), rows)}
+    for per in (10_000, 1_000, 100, 10):
+        n = rows if per >= 1_000 else min(rows, 10_000 * per)  # a head write per append
+        location = os.path.join(tmp, f"blocks-{per}")
+        log = _wal.LogWriter(location, fsync=False)
+        for start in range(0, n, per):
+            log.append([(now, None, [PAYLOAD])] * min(per, n - start))
+        log.close()
+        out[f"blocks_of_{per}_rows_per_s"] = best(location, n)
+    return out
 
 
 def bench_sink(spark: Any, rows: int) -> float:
@@ -396,11 +494,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--no-fsync", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--case", choices=["all", "backlog", "parquet", "decode", "exactly-once"],
+                        default="all", help="exactly-once: the sink's driver commit against relays")
     parser.add_argument("--latency", action="store_true", help="measure latency instead")
     parser.add_argument("--rates", default="1000,100000", help="--latency: msgs/s, comma list")
     parser.add_argument("--seconds", type=float, default=20.0, help="--latency: per rate")
-    parser.add_argument("--case", choices=["source-sink", "exactly-once"], default="source-sink",
-                        help="exactly-once: the sink's driver commit against relays")
     parser.add_argument("--repetitions", type=int, default=1, help="exactly-once: rounds")
     parser.add_argument("--batch-rows", type=int, default=100_000,
                         help="exactly-once: rows per micro-batch")
@@ -411,7 +509,21 @@ def main() -> None:
     if args.case == "exactly-once":
         main_exactly_once(args)
         return
+    if args.case == "decode":
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps({"rows": args.rows, **bench_decode(args.rows, tmp)}, indent=2))
+        return
     spark = session()
+    if args.case != "all":
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.case == "backlog":
+                bench_backlog(spark, args.rows, os.path.join(tmp, "warm-up"))  # JIT, workers
+                one = {"source_backlog_rows_per_s": round(bench_backlog(spark, args.rows, tmp))}
+            else:
+                one = bench_parquet(spark, args.rows, tmp)
+        spark.stop()
+        print(json.dumps({"rows": args.rows, "cores": os.cpu_count(), **one}, indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         source = bench_source(spark, args.rows, not args.no_fsync, tmp)
         backlog = bench_backlog(spark, args.rows, tmp)

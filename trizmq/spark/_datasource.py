@@ -5,10 +5,12 @@ See docs/spark.md for the options and the delivery guarantees.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import difflib
 import fnmatch
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -44,7 +46,7 @@ from pyspark.sql.types import StructType
 
 import trizmq
 
-from . import _wal
+from . import _arrowlog, _wal
 from ._header import HEADER
 from ._runtime import Runtime, SocketSpec, receive_into_log, runtime
 from ._store import Store, open_store
@@ -281,48 +283,43 @@ def _ranges(
     spans: dict[str, tuple[int, int]], options: dict[str, str]
 ) -> list[LogRange]:
     """Partitions over every log's span, sized alike: at most ``partitions`` of
-    ``total / partitions`` rows (but at least ``minPartitionRows``) each."""
+    ``total / partitions`` rows (but at least ``minPartitionRows``) each.
+
+    On remote storage a cut moves to the nearest segment start, so that no partition
+    fetches a segment object of which it yields only part (a batch's own bounds may
+    still cut one). A local segment is mapped, so a range reads only its own blocks.
+    """
     total = sum(max(0, end - start) for start, end in spans.values())
     if total <= 0:
         return []
     parts = max(1, int(options.get("partitions", "2")))
     per = max((total + parts - 1) // parts, int(options.get("minpartitionrows", "50000")), 1)
-    return [
-        LogRange(location, s, min(s + per, end))
-        for location, (start, end) in spans.items()
-        for s in range(start, end, per)
-    ]
+    out = []
+    for location, (start, end) in spans.items():
+        if end <= start:
+            continue
+        cuts = list(range(start + per, end, per))
+        store = open_store(location)
+        if cuts and not store.local:
+            firsts = [f for f, _name in _wal._segment_names(store) if start < f < end]
+            cuts = sorted({_nearest(firsts, cut) for cut in cuts}) if firsts else []
+        bounds = [start, *cuts, end]
+        out += [LogRange(location, a, b) for a, b in itertools.pairwise(bounds)]
+    return out
+
+
+def _nearest(firsts: list[int], cut: int) -> int:
+    """The value of the sorted ``firsts`` nearest to ``cut``."""
+    i = bisect.bisect_left(firsts, cut)
+    near = firsts[max(0, i - 1) : i + 1]
+    return min(near, key=lambda f: abs(f - cut))
 
 
 def _read_range(part: InputPartition) -> Iterator[pa.RecordBatch]:
+    """The rows of one partition, as Arrow batches decoded in columns (``_arrowlog``)."""
     if not isinstance(part, LogRange):  # no ranges planned: Spark reads one empty partition
         return
-    for cols in _wal.read_columns(part.directory, part.start, part.end, ARROW_ROWS):
-        values = pa.array(cols.frames, pa.binary())
-        if len(cols.frames) == len(cols.offsets):  # one frame each: payload is that frame
-            payloads = values
-            list_offsets = pa.array(range(len(values) + 1), pa.int32())
-        else:
-            ends: list[int] = []
-            total = 0
-            for n in cols.counts:
-                total += n
-                ends.append(total)
-            list_offsets = pa.array([0, *ends], pa.int32())
-            # the last frame of each record; b"" for a record of no frames
-            pairs = zip(ends, cols.counts, strict=True)
-            last = [cols.frames[e - 1] if n else b"" for e, n in pairs]
-            payloads = pa.array(last, pa.binary())
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(cols.offsets, pa.int64()),
-                pa.array(cols.received_at_us, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(cols.topics, pa.binary()),
-                payloads,
-                pa.ListArray.from_arrays(list_offsets, values),
-            ],
-            schema=ARROW_SCHEMA,
-        )
+    yield from _arrowlog.read_batches(part.directory, part.start, part.end, ARROW_ROWS)
 
 
 class _Receiver:

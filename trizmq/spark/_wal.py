@@ -2,20 +2,34 @@
 
 Layout of a log location (a local directory, or a prefix on S3, GCS, ABFS, HDFS)::
 
-    seg-<first offset, 20 digits>.log   records, written by the one writer
+    seg-<first offset, 20 digits>.cols  blocks of records in columns (written today)
+    seg-<first offset, 20 digits>.log   records one by one (written before; still read)
     head                                 the next offset to be written (all below are durable)
     committed                            every offset below this one is processed (truncatable)
     lock                                 local: flock-ed by the writer (one owner per log)
     lease                                remote: the writer's lease (one owner per log)
 
-A record is ``<II`` (length of the rest, crc32 of the rest) then ``<QqiI`` (offset,
-received_at in microseconds since the epoch, topic length or -1 for none, frame
-count), the frame lengths (``<I`` each), the topic and the frames. The writer updates
-``head`` only after the records are written (and, with ``fsync``, synced), so an
-offset below ``head`` is always readable.
+A ``.cols`` segment is a sequence of blocks, one per append of the writer: ``<II``
+(length of the rest, crc32 of the rest), then ``<QIIII`` (first offset, records ``n``,
+frames ``f``, topic bytes ``t``, 0), then, each array little-endian: ``int64[n]``
+received_at (microseconds since the epoch), ``int32[n]`` topic lengths (-1 for none),
+``int32[n]`` frame counts, ``int32[f]`` frame lengths, the topics (``t`` bytes), the
+frames, and zeros up to a multiple of 8 bytes. The records of a block have offsets
+``first .. first + n - 1``. A reader checks one CRC per block and turns a block into
+Arrow arrays without a step per record (``_arrowlog``); every block starts 8-byte
+aligned, so its arrays can be used in place.
+
+A ``.log`` segment (the format before blocks) is a sequence of records, each ``<II``
+(length of the rest, crc32 of the rest) then ``<QqiI`` (offset, received_at, topic
+length or -1, frame count), the frame lengths (``<I`` each), the topic and the frames.
+The sink's exactly-once staging still writes records so (:func:`encode`). A writer
+that opens a log whose last segment is a ``.log`` one starts a ``.cols`` segment.
+
+The writer updates ``head`` only after the blocks are written (and, with ``fsync``,
+synced), so an offset below ``head`` is always readable.
 
 On a local directory the writer appends to the last segment and rolls to a new one
-past ``segment_bytes``; a torn record at the end of the last segment (a crash
+past ``segment_bytes``; a torn block (or record) at the end of the last segment (a crash
 mid-write) is cut off when a writer reopens the log. On an object store nothing can be
 appended: every write of the writer is a new segment object, published whole by its
 upload (there is no torn tail), and ``head`` follows it. There is no ``flock`` either:
@@ -32,14 +46,17 @@ import contextlib
 import fcntl
 import itertools
 import json
+import mmap
 import os
 import socket
 import struct
+import sys
 import threading
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple, TypedDict
 
@@ -53,6 +70,7 @@ __all__ = [
     "Record",
     "Columns",
     "commit",
+    "encode_block",
     "read_committed",
     "read_head",
     "read_columns",
@@ -64,12 +82,21 @@ _PREFIX = struct.Struct("<II")
 _HEADER = struct.Struct("<QqiI")
 _LEN = struct.Struct("<I")
 _ONE = struct.Struct("<QqiII")  # the header of a record of one frame, and its length
+_BLOCK = struct.Struct("<QIIII")  # after the prefix: first offset, n, frames, topic bytes, 0
+#: bytes before a block's arrays: the prefix and the block header
+BLOCK_HEAD = _PREFIX.size + _BLOCK.size
 _SEG = "seg-"
+#: the file name endings of the two segment formats
+BLOCKS, RECORDS = ".cols", ".log"
+#: bytes of topics or of frames one block may hold (its arrays' offsets are int32)
+_BLOCK_DATA = 1 << 30
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 #: seconds a remote writer's lease lasts unless renewed
 DEFAULT_LEASE_SECONDS = 30.0
 
 Location = str | os.PathLike[str] | Store
+#: what a segment's bytes are read as: a whole object, or a local file mapped
+Buffer = bytes | memoryview | mmap.mmap
 
 
 def _store(location: Location) -> Store:
@@ -107,6 +134,93 @@ def encode(offset: int, received_at_us: int, topic: bytes | None, frames: Sequen
     return _PREFIX.pack(len(body), zlib.crc32(body)) + body
 
 
+Message = tuple[int, bytes | None, Sequence[bytes]]
+
+
+def encode_block(first: int, messages: Sequence[Message]) -> bytes:
+    """The bytes of one block holding ``messages`` (``(received_at_us, topic, frames)``)
+    at offsets ``first`` on: a block is checked by one CRC and decoded in columns."""
+    n = len(messages)
+    topics = [m[1] for m in messages]
+    counts = array("i", [len(m[2]) for m in messages])
+    if counts.count(1) == n:  # the common case: one frame each
+        flat = [m[2][0] for m in messages]
+    else:
+        flat = [f for m in messages for f in m[2]]
+    frames = b"".join(flat)
+    topic_bytes = b"".join([t for t in topics if t])
+    if (len(frames) > _BLOCK_DATA or len(topic_bytes) > _BLOCK_DATA) and n > 1:
+        half = n // 2  # int32 array offsets: split what one block cannot hold
+        return encode_block(first, messages[:half]) + encode_block(first + half, messages[half:])
+    lengths = array("i", map(len, flat))  # OverflowError for a frame of 2 GiB or more
+    ats = array("q", [m[0] for m in messages])
+    tlens = array("i", [-1 if t is None else len(t) for t in topics])
+    if sys.byteorder != "little":
+        for a in (ats, tlens, counts, lengths):
+            a.byteswap()
+    head = _BLOCK.pack(first, n, len(flat), len(topic_bytes), 0)
+    size = _BLOCK.size + 16 * n + 4 * len(flat) + len(topic_bytes) + len(frames)
+    pad = b"\0" * (-(_PREFIX.size + size) % 8)
+    body = b"".join((head, ats, tlens, counts, lengths, topic_bytes, frames, pad))
+    return _PREFIX.pack(len(body), zlib.crc32(body)) + body
+
+
+class Block(NamedTuple):
+    """Where one valid block of a segment lies, and its sizes."""
+
+    pos: int  # of its prefix in the segment
+    end: int  # past its padding
+    first: int
+    n: int
+    frames: int
+    topic_bytes: int
+
+
+def _scan_blocks(data: Buffer, *, check: bool = True) -> Iterator[Block]:
+    """Every whole, valid block of a ``.cols`` segment's bytes (the CRC checked if ``check``)."""
+    pos, size = 0, len(data)
+    while pos + BLOCK_HEAD <= size:
+        length, crc = _PREFIX.unpack_from(data, pos)
+        end = pos + _PREFIX.size + length
+        if end > size or length < _BLOCK.size:
+            return
+        if check and zlib.crc32(memoryview(data)[pos + _PREFIX.size : end]) != crc:
+            return
+        first, n, frames, tbytes, _zero = _BLOCK.unpack_from(data, pos + _PREFIX.size)
+        yield Block(pos, end, first, n, frames, tbytes)
+        pos = end
+
+
+def block_crc_ok(data: Buffer, block: Block) -> bool:
+    """Whether a block found with ``check=False`` has the CRC its prefix says."""
+    crc = _PREFIX.unpack_from(data, block.pos)[1]
+    return bool(zlib.crc32(memoryview(data)[block.pos + _PREFIX.size : block.end]) == crc)
+
+
+def _block_records(data: Buffer, b: Block) -> Iterator[Record]:
+    """The records of one block, one by one (the plain path; Spark reads in columns)."""
+    n, nf = b.n, b.frames
+    pos = b.pos + BLOCK_HEAD
+    ats = struct.unpack_from(f"<{n}q", data, pos)
+    tlens = struct.unpack_from(f"<{n}i", data, pos + 8 * n)
+    counts = struct.unpack_from(f"<{n}i", data, pos + 12 * n)
+    lengths = struct.unpack_from(f"<{nf}i", data, pos + 16 * n)
+    tpos = pos + 16 * n + 4 * nf
+    fpos = tpos + b.topic_bytes
+    li = 0
+    for i in range(n):
+        topic: bytes | None = None
+        if tlens[i] >= 0:
+            topic = bytes(data[tpos : tpos + tlens[i]])
+            tpos += tlens[i]
+        frames = []
+        for length in lengths[li : li + counts[i]]:
+            frames.append(bytes(data[fpos : fpos + length]))
+            fpos += length
+        li += counts[i]
+        yield Record(b.first + i, ats[i], topic, frames)
+
+
 def _decode(body: memoryview) -> Record:
     offset, at, tlen, n = _HEADER.unpack_from(body, 0)
     pos = _HEADER.size
@@ -126,10 +240,23 @@ def _decode(body: memoryview) -> Record:
 def _segment_names(store: Store) -> list[tuple[int, str]]:
     found = []
     for name in store.list(_SEG):
-        if name.endswith(".log"):
+        stem, dot, ext = name.rpartition(".")
+        if dot and f".{ext}" in (BLOCKS, RECORDS):
             with contextlib.suppress(ValueError):
-                found.append((int(name[len(_SEG) : -4]), name))
+                found.append((int(stem[len(_SEG) :]), name))
     return sorted(found)
+
+
+def _last_offset(name: str, data: bytes | memoryview, first: int) -> tuple[int, int]:
+    """(the last offset, the end of the valid bytes) of a segment (``first - 1``, 0: empty)."""
+    last, valid_end = first - 1, 0
+    if name.endswith(BLOCKS):
+        for b in _scan_blocks(data):
+            last, valid_end = b.first + b.n - 1, b.end
+    else:
+        for _pos, end, body in _scan(data):
+            last, valid_end = _HEADER.unpack_from(body, 0)[0], end
+    return last, valid_end
 
 
 def segments(location: Location) -> list[tuple[int, str]]:
@@ -231,15 +358,21 @@ def read_range(location: Location, start: int, end: int) -> Iterator[Record]:
             data = store.read(name)
         except FileNotFoundError:
             break
-        for _pos, _end, body in _scan(data):
-            offset = _HEADER.unpack_from(body, 0)[0]
-            if offset < start:
+        if name.endswith(BLOCKS):
+            records: Iterator[Record] = (
+                r for b in _scan_blocks(data) if b.first + b.n > start
+                for r in _block_records(data, b)
+            )
+        else:
+            records = (_decode(body) for _pos, _end, body in _scan(data))
+        for record in records:
+            if record.offset < start:
                 continue
-            if offset >= end:
+            if record.offset >= end:
                 return
-            if offset != expected:
+            if record.offset != expected:
                 break
-            yield _decode(body)
+            yield record
             expected += 1
     if expected < end:
         raise _missing(store, expected, start, end)
@@ -256,58 +389,111 @@ class Columns(NamedTuple):
 
 
 def read_columns(location: Location, start: int, end: int, rows: int = 65536) -> Iterator[Columns]:
-    """As :func:`read_range`, in column chunks of up to ``rows`` records (the fast path)."""
+    """As :func:`read_range`, in column chunks of up to ``rows`` records.
+
+    The plain path (a Python step per record). Spark reads with
+    ``_arrowlog.read_batches``, which turns blocks into Arrow as they are and goes
+    through :func:`record_columns` only for ``.log`` segments.
+    """
     if end <= start:
         return
     store = _store(location)
     expected = start
-    header = _HEADER.unpack_from
-    prefix = _PREFIX.unpack_from
-    crc32 = zlib.crc32
-    cols = Columns([], [], [], [], [])
     for _first, name in _covering(store, start, end):
         try:
             data = store.read(name)
         except FileNotFoundError:
             break
-        pos, size = 0, len(data)
-        while pos + 8 <= size and expected < end:
-            length, crc = prefix(data, pos)
-            body_at = pos + 8
-            pos = body_at + length
-            if pos > size:
-                break
-            offset, at, tlen, n = header(data, body_at)
-            if offset < start:
-                continue
-            if offset != expected or crc32(data[body_at:pos]) != crc:
-                break
-            at_data = body_at + 24 + 4 * n
-            lengths = struct.unpack_from(f"<{n}I", data, body_at + 24) if n != 1 else None
-            if tlen >= 0:
-                cols.topics.append(data[at_data : at_data + tlen])
-                at_data += tlen
-            else:
-                cols.topics.append(None)
-            if lengths is None:
-                cols.frames.append(data[at_data:pos])
-            else:
-                for flen in lengths:
-                    cols.frames.append(data[at_data : at_data + flen])
-                    at_data += flen
-            cols.offsets.append(offset)
-            cols.received_at_us.append(at)
-            cols.counts.append(n)
-            expected += 1
-            if len(cols.offsets) >= rows:
+        if name.endswith(BLOCKS):
+            cols = Columns([], [], [], [], [])
+            for b in _scan_blocks(data):
+                if b.first + b.n <= expected:
+                    continue
+                for r in _block_records(data, b):
+                    if r.offset < expected:
+                        continue
+                    if r.offset != expected or expected >= end:
+                        break
+                    cols.offsets.append(r.offset)
+                    cols.received_at_us.append(r.received_at_us)
+                    cols.topics.append(r.topic)
+                    cols.frames.extend(r.frames)
+                    cols.counts.append(len(r.frames))
+                    expected += 1
+                    if len(cols.offsets) >= rows:
+                        yield cols
+                        cols = Columns([], [], [], [], [])
+                if expected >= end or b.first + b.n != expected:
+                    break
+            if cols.offsets:
                 yield cols
-                cols = Columns([], [], [], [], [])
+        else:
+            expected = yield from record_columns(data, expected, end, rows)
         if expected >= end:
             break
-    if cols.offsets:
-        yield cols
     if expected < end:
         raise _missing(store, expected, start, end)
+
+
+def record_columns(
+    data: bytes | mmap.mmap, expected: int, end: int, rows: int = 65536
+) -> Generator[Columns, None, int]:
+    """The records of a ``.log`` segment from ``expected`` on (below ``end``), in column
+    chunks of up to ``rows``; returns the next offset expected (the first missing, if a
+    record is torn, out of order or fails its CRC). Each record's CRC is checked."""
+    header = _HEADER.unpack_from
+    prefix = _PREFIX.unpack_from
+    crc32 = zlib.crc32
+    cols = Columns([], [], [], [], [])
+    pos, size = 0, len(data)
+    while pos + 8 <= size and expected < end:
+        length, crc = prefix(data, pos)
+        body_at = pos + 8
+        pos = body_at + length
+        if pos > size:
+            break
+        offset, at, tlen, n = header(data, body_at)
+        if offset < expected:
+            continue
+        if offset != expected or crc32(data[body_at:pos]) != crc:
+            break
+        at_data = body_at + 24 + 4 * n
+        lengths = struct.unpack_from(f"<{n}I", data, body_at + 24) if n != 1 else None
+        if tlen >= 0:
+            cols.topics.append(data[at_data : at_data + tlen])
+            at_data += tlen
+        else:
+            cols.topics.append(None)
+        if lengths is None:
+            cols.frames.append(data[at_data:pos])
+        else:
+            for flen in lengths:
+                cols.frames.append(data[at_data : at_data + flen])
+                at_data += flen
+        cols.offsets.append(offset)
+        cols.received_at_us.append(at)
+        cols.counts.append(n)
+        expected += 1
+        if len(cols.offsets) >= rows:
+            yield cols
+            cols = Columns([], [], [], [], [])
+    if cols.offsets:
+        yield cols
+    return expected
+
+
+def _payload_sizes(data: Buffer, b: Block) -> Sequence[int]:
+    """The payload (last frame) bytes of each record of a block (0 for no frames)."""
+    pos = b.pos + BLOCK_HEAD
+    lengths = struct.unpack_from(f"<{b.frames}i", data, pos + 16 * b.n)
+    if b.frames == b.n:
+        counts = struct.unpack_from(f"<{b.n}i", data, pos + 12 * b.n)
+        if counts.count(1) == b.n:  # one frame each: the frames are the payloads
+            return lengths
+    else:
+        counts = struct.unpack_from(f"<{b.n}i", data, pos + 12 * b.n)
+    ends = itertools.accumulate(counts)
+    return [lengths[e - 1] if c else 0 for e, c in zip(ends, counts, strict=True)]
 
 
 class PayloadIndex:
@@ -351,6 +537,17 @@ class PayloadIndex:
                 data = memoryview(self.store.read_from(name, at))
             except FileNotFoundError:
                 break
+            if name.endswith(BLOCKS):
+                for b in _scan_blocks(data):
+                    if b.first > self.end:
+                        break
+                    skip = self.end - b.first
+                    for size in itertools.islice(_payload_sizes(data, b), skip, None):
+                        sums.append(sums[-1] + size)
+                    self._segment, self._position = name, at + b.end
+                    if self.end >= end:
+                        break
+                continue
             for _pos, stop, body in _scan(data):
                 offset, _at, _tlen, n = _HEADER.unpack_from(body, 0)
                 if offset < self.end:
@@ -551,16 +748,16 @@ class LogWriter:
         if segs:
             first, name = segs[-1]
             path = directory / name
-            valid_end = 0
-            last = first - 1
-            for _pos, end, body in _scan(path.read_bytes()):
-                valid_end = end
-                last = _HEADER.unpack_from(body, 0)[0]
-            with open(path, "r+b") as f:  # cut a torn tail off
-                f.truncate(valid_end)
+            last, valid_end = _last_offset(name, path.read_bytes(), first)
+            if name.endswith(RECORDS) and valid_end == 0:
+                path.unlink()  # an empty segment of records: its offset starts a .cols one
+            else:
+                with open(path, "r+b") as f:  # cut a torn tail off
+                    f.truncate(valid_end)
             self.next_offset = max(self.next_offset, last + 1)
-            self._file = open(path, "ab")  # noqa: SIM115
-            self._size = valid_end
+            if name.endswith(BLOCKS):  # a segment of records is left as it is
+                self._file = open(path, "ab")  # noqa: SIM115
+                self._size = valid_end
         self.store.write("head", str(self.next_offset).encode(), sync=self.fsync)
 
     def _open_remote(self) -> None:
@@ -568,9 +765,7 @@ class LogWriter:
         segs = _segment_names(self.store)
         if segs:  # a writer killed between a segment and its head: the segment counts
             first, name = segs[-1]
-            last = first - 1
-            for _pos, _end, body in _scan(self.store.read(name)):
-                last = _HEADER.unpack_from(body, 0)[0]
+            last, _end = _last_offset(name, self.store.read(name), first)
             self.next_offset = max(self.next_offset, last + 1)
         self.store.write("head", str(self.next_offset).encode())
 
@@ -583,18 +778,14 @@ class LogWriter:
         """Write ``(received_at_us, topic, frames)`` messages durably; return the new head."""
         if not messages:
             return self.next_offset
-        offset = self.next_offset
-        chunks = []
-        for at, topic, frames in messages:
-            chunks.append(encode(offset, at, topic, frames))
-            offset += 1
-        data = b"".join(chunks)
+        offset = self.next_offset + len(messages)
+        data = encode_block(self.next_offset, messages)
         if self.lease is not None:
             # the head moves only once both writes are done: an append that failed
             # part-way may be made again with the same messages, which rewrites the
             # same segment object, never a second copy of them at a later offset
             self.lease.check()
-            self.store.write(f"{_SEG}{self.next_offset:020d}.log", data)
+            self.store.write(f"{_SEG}{self.next_offset:020d}{BLOCKS}", data)
             self.store.write("head", str(offset).encode())
             self.next_offset = offset
             return offset
@@ -613,7 +804,7 @@ class LogWriter:
     def _roll(self) -> None:
         if self._file is not None:
             self._file.close()
-        path = self.directory / f"{_SEG}{self.next_offset:020d}.log"
+        path = self.directory / f"{_SEG}{self.next_offset:020d}{BLOCKS}"
         self._file = open(path, "ab")  # noqa: SIM115
         self._size = path.stat().st_size
         if self.fsync:
