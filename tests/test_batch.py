@@ -185,3 +185,54 @@ async def test_pub_send_many_reaches_every_subscriber_past_a_muted_one(
                 assert pub.statistics()["dropped"] > 0  # the muted one's, only
     if transport == "tcp" and fastpath.ENABLED:
         assert runs[True] > 0 and runs[False] > 0
+
+
+@pytest.mark.parametrize("batch", [21, 256])
+@pytest.mark.parametrize("peer", ["libzmq", "trizmq"])
+async def test_send_many_of_more_than_the_mark_goes_on_as_the_peer_reads(
+    peer: str, batch: int
+) -> None:
+    """A PUSH whose ``sndhwm`` (20) is below its batches, to a peer that reads in its
+    own time: every batch goes out whole. (A batch that filled the queue and wrote it
+    through in the same pass used to park with nothing left to wake it: 20 to 40
+    messages went, then the sender waited for good.)"""
+    import zmq
+
+    total = 20 * batch
+    messages = [[b"%d" % i] for i in range(total)]
+    with trio.fail_after(60):
+        async with trizmq.Push(bind="tcp://127.0.0.1:0", sndhwm=20) as push:
+            endpoint = push.statistics()["bound"][0]
+            got: list[bytes] = []
+
+            async def send_all() -> None:
+                for start in range(0, total, batch):
+                    assert await push.send_many(messages[start : start + batch]) == batch
+
+            if peer == "libzmq":
+                ctx = zmq.Context()
+                pull = ctx.socket(zmq.PULL)
+                pull.rcvhwm = 10
+                pull.connect(endpoint)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(send_all)
+                        while len(got) < total:
+                            try:
+                                got.append(pull.recv(zmq.NOBLOCK))
+                            except zmq.Again:
+                                await trio.sleep(0.001)  # pyzmq's socket has no trio wait
+                finally:
+                    pull.close(linger=0)
+                    ctx.term()
+            else:
+                async with (
+                    trizmq.Pull(connect=endpoint, rcvhwm=10) as pull_tz,
+                    trio.open_nursery() as nursery,
+                ):
+                    nursery.start_soon(send_all)
+                    while len(got) < total:
+                        got.append(await pull_tz.recv())
+                        if len(got) % 7 == 0:
+                            await trio.sleep(0.001)  # a reader slower than the sender
+            assert got == [m[0] for m in messages]

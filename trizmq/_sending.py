@@ -333,20 +333,26 @@ class Sending:
 
     async def _route_all(self, msgs: list[list[bytes]]) -> int:
         """Route ``msgs`` in order, in batches (the strategy's ``send_batch``), waiting
-        where the pattern says; return how many (all, unless cancelled)."""
+        where the pattern says; return how many (all, unless cancelled).
+
+        It waits only after a pass that routed nothing: a pass that filled a queue to
+        its mark may also have written it through, emptying it before anything could
+        wake a parked sender (no writer took from it), so it tries again first."""
         start, end = 0, len(msgs)
         strategy = self._strategy
         while True:
             if not self._sendable:
                 self._check_send()
             fast = self._fast
+            before = start
             if fast is None or not fast.write_through_ready:
                 start = strategy.send_batch(msgs, start)
             else:
                 start = fast.route_batch(strategy.send_batch, msgs, start)
             if start == end:
                 return end
-            await self._wait_to_send()
+            if start == before:
+                await self._wait_to_send()
 
     # -- text and JSON (pyzmq's helpers, the same wire form) --------------------------------
     async def send_string(self, text: str, encoding: str = "utf-8", **kwargs: Any) -> None:
