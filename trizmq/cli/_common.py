@@ -28,6 +28,7 @@ import click
 import trio
 
 import trizmq
+from trizmq._socket_classes import _SinglePart
 from trizmq.patterns.sockets import SOCKET_TYPES as _TYPE_TABLE
 
 __all__ = [
@@ -64,9 +65,9 @@ SOCKET_TYPES: dict[str, type[trizmq.Socket]] = {
 #: the types that can send / receive, as their strategies say
 CAN_SEND = frozenset(row.name.lower() for row in _ROWS if row.strategy.can_send)
 CAN_RECV = frozenset(row.name.lower() for row in _ROWS if row.strategy.can_recv)
-#: the draft types whose messages have exactly one frame
+#: the draft types whose messages have exactly one frame (their classes say so)
 SINGLE_PART = frozenset(
-    ("radio", "dish", "client", "server", "scatter", "gather", "channel", "peer")
+    name for name, cls in SOCKET_TYPES.items() if issubclass(cls, _SinglePart)
 )
 
 
