@@ -109,13 +109,25 @@ def build_session(app: str, master: str = "local[2,2]") -> Any:
     return spark
 
 
+#: the local session the tests share (one SparkContext per process)
+_SHARED: list[Any] = []
+
+
+@pytest.fixture
+def spark(_shared_session_stopped_at_the_end: None) -> Any:
+    """The local session the tests share, made again where a module that needed its
+    own (the cluster's, ``test_cluster``) stopped it: one SparkContext per process,
+    whatever order the modules run in."""
+    if not _SHARED or _SHARED[0].sparkContext._jsc is None:
+        _SHARED[:] = [build_session("trizmq-tests")]
+    return _SHARED[0]
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    session = build_session("trizmq-tests")
-    try:
-        yield session
-    finally:
-        stop_session(session)
+def _shared_session_stopped_at_the_end() -> Iterator[None]:
+    yield
+    if _SHARED:
+        stop_session(_SHARED.pop())
 
 
 def stop_session(session: Any) -> None:
