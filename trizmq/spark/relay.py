@@ -57,7 +57,8 @@ import trizmq
 
 from ._runtime import SocketSpec
 from ._store import open_store
-from ._wal import DEFAULT_LEASE_SECONDS, Lease, LeaseLost, LeaseRecord, decode_all
+from ._wal import DEFAULT_LEASE_SECONDS, Lease, LeaseRecord, decode_all
+from ._wal import LeaseLost as _LeaseLost
 from .spool import _MAX_REQUEST, _REQUEST_TIMEOUT
 
 __all__ = ["RelayStatus", "main", "manifest_name", "status"]
@@ -357,7 +358,7 @@ async def relay(
                     await trio.sleep(poll)
                 if turn:
                     await _publish(staging, held, sockets, counters, progress_rows)
-            except LeaseLost as exc:
+            except _LeaseLost as exc:
                 _log.warning("relay: %s", exc)
             except OSError as exc:  # the store out of reach: the lease runs out, or we retry
                 _log.warning("relay: %s; trying again", exc)
