@@ -55,15 +55,8 @@ from .relay import manifest_name
 __all__ = ["ZmqDataSource"]
 
 SCHEMA = "offset long, received_at timestamp, topic binary, payload binary, frames array<binary>"
-ARROW_SCHEMA = pa.schema(
-    [
-        ("offset", pa.int64()),
-        ("received_at", pa.timestamp("us", tz="UTC")),
-        ("topic", pa.binary()),
-        ("payload", pa.binary()),
-        ("frames", pa.list_(pa.binary())),
-    ]
-)
+#: the Arrow form of :data:`SCHEMA`, as the log's reader builds its batches
+ARROW_SCHEMA = _arrowlog.ARROW_SCHEMA
 #: rows per Arrow record batch produced by the source
 ARROW_ROWS = 65536
 
