@@ -171,7 +171,10 @@ LAYERS: list[tuple[str, list[tuple[str, list[str]]]]] = [
         ],
     ),
     ("ZMTP with no I/O", [("zmtp", ["trizmq.zmtp.*"])]),
-    ("the errors every layer raises", [("errors", ["trizmq._errors"])]),
+    (
+        "what every layer uses: the errors it raises, the docstring parts it shares",
+        [("errors", ["trizmq._errors"]), ("docparts", ["trizmq._docparts"])],
+    ),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._docparts import shares_doc
 from ._endpoint import Endpoint, parse_endpoint
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["Endpoints"]
 
 
+@shares_doc
 class Endpoints:
     """The endpoint calls of a socket (a base of :class:`trizmq.Socket`; its life is
     ``SocketLife``'s, which sets what is declared here)."""
@@ -52,8 +54,7 @@ class Endpoints:
             trizmq.EndpointError: for a malformed or unsupported endpoint, or a tcp host
                 name that does not resolve.
             trizmq.ZMQOSError: when the system refuses the bind (address in use).
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
+            {state_errors}
         """
         parsed = parse_endpoint(endpoint, for_bind=True)
         return await self._require_runtime().bind(parsed)
@@ -67,8 +68,7 @@ class Endpoints:
         Raises:
             trizmq.ZMQOSError: for an endpoint that is not bound (errno ``ENOENT``).
             trizmq.EndpointError: for a malformed endpoint.
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
+            {state_errors}
         """
         await self._require_runtime().unbind(str(parse_endpoint(endpoint, for_bind=True)))
 
@@ -81,8 +81,7 @@ class Endpoints:
         Raises:
             trizmq.EndpointError: for a malformed or unsupported endpoint.
             trizmq.ZMQOSError: for an endpoint already connected (errno ``EISCONN``).
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
+            {state_errors}
         """
         parsed: Endpoint = parse_endpoint(endpoint, for_bind=False)
         await self._require_runtime().connect(parsed)
@@ -96,7 +95,6 @@ class Endpoints:
         Raises:
             trizmq.ZMQOSError: for an endpoint that is not connected (errno ``ENOENT``).
             trizmq.EndpointError: for a malformed endpoint.
-            trio.ClosedResourceError: once the socket is closed.
-            RuntimeError: before the socket is entered.
+            {state_errors}
         """
         await self._require_runtime().disconnect(str(parse_endpoint(endpoint, for_bind=False)))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
 
+from ._docparts import shares_doc
 from ._errors import NotSupportedError
 from ._message import Message
 from ._sending import YIELD_EVERY
@@ -43,6 +44,7 @@ _checkpoint = trio.lowlevel.checkpoint
 
 
 @hot_paths(operations=("recv", "recv_multipart"), cores=("_recv_item", "_try_recv_item"))
+@shares_doc
 class Receiving:
     """The receives of a socket (a base of :class:`trizmq.Socket`; its life is
     ``SocketLife``'s, which sets what is declared here)."""
@@ -176,9 +178,7 @@ class Receiving:
 
         Raises:
             trio.WouldBlock: where :meth:`recv` would wait.
-            trio.ClosedResourceError: once the socket is closed.
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_state_errors}
         """
         if self._incoming:
             return self._next_incoming()
@@ -192,9 +192,7 @@ class Receiving:
             being read.
 
         Raises:
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         if self._recv_ready:
             item = await self._recv_item()
@@ -216,9 +214,7 @@ class Receiving:
 
         Raises:
             trio.WouldBlock: where :meth:`recv_multipart` would wait.
-            trio.ClosedResourceError: once the socket is closed.
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_state_errors}
         """
         if self._incoming:
             rest = list(self._incoming)
@@ -234,9 +230,7 @@ class Receiving:
             The frames of the message, as a list of ``bytes``.
 
         Raises:
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         if self._recv_ready:
             item = await self._recv_item()
@@ -262,9 +256,7 @@ class Receiving:
         Raises:
             TypeError: if ``max_messages`` is not an ``int``.
             ValueError: if ``max_messages`` is below 1.
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         if isinstance(max_messages, bool) or not isinstance(max_messages, int):
             raise TypeError(f"max_messages must be an int, not {max_messages!r}")
@@ -294,9 +286,7 @@ class Receiving:
             rest of a message that :meth:`recv` started comes without metadata.
 
         Raises:
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         if self._incoming:
             return Message(await self.recv_multipart())
@@ -324,9 +314,7 @@ class Receiving:
         Raises:
             UnicodeDecodeError: for bytes that are not in ``encoding`` (a
                 ``ValueError``); the frame is consumed all the same.
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         return (await self.recv()).decode(encoding)
 
@@ -358,9 +346,7 @@ class Receiving:
         Raises:
             ValueError: for a frame that is not JSON (``json.JSONDecodeError``); the
                 frame is consumed all the same.
-            trio.ClosedResourceError: once the socket is closed (also for a call waiting).
-            trizmq.NotSupportedError: on a type that cannot receive (PUSH, PUB).
-            RuntimeError: before the socket is entered.
+            {recv_wait_errors}
         """
         return json.loads(await self.recv())
 

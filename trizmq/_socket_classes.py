@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import trio
 
+from ._docparts import shares_doc
 from ._endpoint import parse_endpoint
 from ._errors import EndpointError, StateError
 from ._message import Message
@@ -455,6 +456,7 @@ class _SinglePart(Socket):
         return raw[-1:]
 
 
+@shares_doc
 class Radio(_SinglePart):
     """RADIO: send to the dishes that joined a group (48/RADIO-DISH); never blocks.
 
@@ -482,16 +484,10 @@ class Radio(_SinglePart):
         """Send ``data`` to the dishes that joined ``group`` (0-255 bytes).
 
         Args:
-            data: the one frame of the message, bytes-like.
-            group: the group, 0-255 bytes without a NUL byte; a ``str`` is UTF-8
-                encoded.
-            more: must be False (a RADIO message has one frame).
+            {radio_send_args}
 
         Raises:
-            ValueError: for an invalid group, or ``more=True``.
-            TypeError: for a group that is neither bytes nor ``str``, or a frame that
-                is not bytes-like.
-            trio.ClosedResourceError: once the socket is closed.
+            {radio_send_errors}
         """
         await super().send(data, more=more, group=group)
 
@@ -501,16 +497,10 @@ class Radio(_SinglePart):
         """As :meth:`send`; a RADIO never blocks, so this only fails on a bad argument.
 
         Args:
-            data: the one frame of the message, bytes-like.
-            group: the group, 0-255 bytes without a NUL byte; a ``str`` is UTF-8
-                encoded.
-            more: must be False (a RADIO message has one frame).
+            {radio_send_args}
 
         Raises:
-            ValueError: for an invalid group, or ``more=True``.
-            TypeError: for a group that is neither bytes nor ``str``, or a frame that
-                is not bytes-like.
-            trio.ClosedResourceError: once the socket is closed.
+            {radio_send_errors}
         """
         super().send_nowait(data, more=more, group=group)
 

@@ -48,6 +48,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
+from .._docparts import shares_doc
 from .._endpoint import parse_endpoint
 from .._errors import EndpointError
 from .._options import Options
@@ -401,6 +402,7 @@ class _DropFault:
     remaining: int
 
 
+@shares_doc
 class VirtualNetwork:
     """The in-memory network of one ``trio.run``, with faults to inject.
 
@@ -549,15 +551,13 @@ class VirtualNetwork:
         flight are lost. Links made afterwards are not affected.
 
         Args:
-            endpoint: An endpoint naming the listener, or None for every link.
+            {fault_endpoint_or_none}
 
         Returns:
             The number of links broken.
 
         Raises:
-            TypeError: If ``endpoint`` is not a ``str`` (or None).
-            ValueError: If ``endpoint`` is not a tcp or ipc endpoint with a port or
-                path.
+            {fault_endpoint_or_none_errors}
         """
         links = self._matching(None if endpoint is None else _fault_endpoint(endpoint))
         for link in links:
@@ -573,7 +573,7 @@ class VirtualNetwork:
         Bytes sent meanwhile queue up to the link's capacity, then the sender blocks.
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
             direction: ``"out"``, ``"in"`` or ``"both"``.
 
         Raises:
@@ -593,11 +593,10 @@ class VirtualNetwork:
         Both directions of every link to ``endpoint`` are resumed.
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
 
         Raises:
-            TypeError: If ``endpoint`` is not a ``str``.
-            ValueError: If ``endpoint`` is not valid.
+            {fault_endpoint_errors}
         """
         address = _fault_endpoint(endpoint)
         for stalled in [a for a in self._stalled if _overlaps(a, address)]:
@@ -620,7 +619,7 @@ class VirtualNetwork:
         (messages and commands) is delayed.
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
             seconds: The delay in seconds, finite and at least 0; 0 removes the delay.
             direction: ``"out"``, ``"in"`` or ``"both"``.
             handshake: Whether the greeting and handshake are delayed too (keyword
@@ -657,7 +656,7 @@ class VirtualNetwork:
         to other links.
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
             count: How many messages to drop, at least 1.
             direction: ``"out"``, ``"in"`` or ``"both"`` (either direction counts).
 
@@ -678,11 +677,10 @@ class VirtualNetwork:
         Live links are not affected (:meth:`cut` them too for that).
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
 
         Raises:
-            TypeError: If ``endpoint`` is not a ``str``.
-            ValueError: If ``endpoint`` is not valid.
+            {fault_endpoint_errors}
         """
         self._refused.append(_fault_endpoint(endpoint))
 
@@ -690,11 +688,10 @@ class VirtualNetwork:
         """Undo :meth:`refuse`.
 
         Args:
-            endpoint: An endpoint naming the listener.
+            {fault_endpoint}
 
         Raises:
-            TypeError: If ``endpoint`` is not a ``str``.
-            ValueError: If ``endpoint`` is not valid.
+            {fault_endpoint_errors}
         """
         address = _fault_endpoint(endpoint)
         self._refused = [a for a in self._refused if not _overlaps(a, address)]
@@ -703,14 +700,13 @@ class VirtualNetwork:
         """Live links to ``endpoint`` (all if None).
 
         Args:
-            endpoint: An endpoint naming the listener, or None for every link.
+            {fault_endpoint_or_none}
 
         Returns:
             The number of live links.
 
         Raises:
-            TypeError: If ``endpoint`` is not a ``str`` (or None).
-            ValueError: If ``endpoint`` is not valid.
+            {fault_endpoint_or_none_errors}
         """
         return len(self._matching(None if endpoint is None else _fault_endpoint(endpoint)))
 

@@ -46,7 +46,8 @@ from ...zmtp.queue_items import Fanout, FanoutRun
 from ..subscription_messages import parse_subscription_message
 from ..subscriptions import Distribution, SubscriptionTrie
 from .base import AnnouncingStrategy, Message, PeerLike, Queue, SocketStrategy, Wake
-from .socket_type import SocketType
+from .refusals import Refusals
+from .socket_type import PUBLISHER_OPTION_FIELDS, SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -104,8 +105,7 @@ class PubStrategy(SocketStrategy):
     wants_commands = True
     gathers = True
     OPTION_FIELDS: ClassVar[dict[str, str]] = {
-        "max_subscriptions": "_max_per_peer",
-        "max_subscriptions_total": "_max_total",
+        **PUBLISHER_OPTION_FIELDS,
         "max_subscription_bytes": "_max_bytes",
     }
     #: the bounds of what is kept of the peers' subscriptions (see the module docstring)
@@ -118,8 +118,7 @@ class PubStrategy(SocketStrategy):
         self.subscribers: Distribution[PeerLike] = Distribution()
         self.dropped = 0
         #: subscriptions refused by the bounds, and the peers told so in the log
-        self.refused = 0
-        self._warned: set[PeerLike] = set()
+        self.refusals = Refusals("subscriptions")
         # the routing cache (see the class docstring), valid for ``_version``
         self._version = -1
         self._uniform = False
@@ -149,7 +148,7 @@ class PubStrategy(SocketStrategy):
     def detach(self, peer: PeerLike) -> None:
         self.flush()  # to the peers they were sent to, this one included
         self.inbound.remove(peer)
-        self._warned.discard(peer)
+        self.refusals.forget(peer)
         self.vanished(self.subscribers.remove_peer(peer))
         # hold no departed peer; the cache is rebuilt at the next send
         self._version = -1
@@ -371,7 +370,7 @@ class PubStrategy(SocketStrategy):
         why = self._refusal(peer, len(topic))
         if why is None:
             return True
-        self._refuse(peer, why)
+        self.refusals.refuse(peer, "%s", why)
         return False
 
     def refused_at_header(self, peer: PeerLike, size: int) -> None:
@@ -384,7 +383,7 @@ class PubStrategy(SocketStrategy):
         why = self._refusal(peer, size) or (
             f"its topic of {size} bytes exceeds max_subscription_bytes"
         )
-        self._refuse(peer, why)
+        self.refusals.refuse(peer, "%s", why)
 
     def _refusal(self, peer: PeerLike, size: int) -> str | None:
         """Why a subscription of ``peer`` to a topic of ``size`` bytes is refused; None
@@ -399,17 +398,6 @@ class PubStrategy(SocketStrategy):
             return f"it holds max_subscriptions ({self._max_per_peer}) already"
         return f"its topics would exceed max_subscription_bytes ({self._max_bytes})"
 
-    def _refuse(self, peer: PeerLike, why: str) -> None:
-        """Count one refused subscription of ``peer``; log the first one."""
-        self.refused += 1
-        if peer not in self._warned:
-            self._warned.add(peer)
-            log.warning(
-                "%r: subscriptions refused (%s); further refusals of this peer are counted, "
-                "not logged",
-                peer,
-                why,
-            )
 
     def message(self, peer: PeerLike, msg: Message) -> None:
         """A non-subscription message from a subscriber: PUB ignores it."""
@@ -424,14 +412,14 @@ class PubStrategy(SocketStrategy):
             "peers": len(self.subscribers),
             "dropped": self.dropped,
             "subscriptions": self.subscribers.total,
-            "subscriptions_refused": self.refused,
+            "subscriptions_refused": self.refusals.count,
         }
 
     def subscriptions_of(self, peer: PeerLike) -> int:
         return self.subscribers.held_by(peer)
 
     def subscription_totals(self) -> tuple[int, int]:
-        return self.subscribers.total, self.refused
+        return self.subscribers.total, self.refusals.count
 
 
 class XPubStrategy(PubStrategy):

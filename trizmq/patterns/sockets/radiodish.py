@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ...zmtp.events import Join, Leave
 from .base import AnnouncingStrategy, Message, PeerLike, SocketStrategy, Wake
-from .socket_type import SocketType
+from .refusals import Refusals
+from .socket_type import PUBLISHER_OPTION_FIELDS, SocketType
 
 if TYPE_CHECKING:
     from ..._options import Options
@@ -91,10 +92,7 @@ class RadioStrategy(SocketStrategy):
     eager = True
     wants_commands = True
 
-    OPTION_FIELDS: ClassVar[dict[str, str]] = {
-        "max_subscriptions": "_max_per_peer",
-        "max_subscriptions_total": "_max_total",
-    }
+    OPTION_FIELDS: ClassVar[dict[str, str]] = dict(PUBLISHER_OPTION_FIELDS)
     #: the bounds of the groups kept: per peer, and for all peers together
     _max_per_peer: int
     _max_total: int
@@ -111,8 +109,7 @@ class RadioStrategy(SocketStrategy):
         #: distinct (peer, group) joins held, and the bounds on them (as PUB's
         #: subscriptions: an excess JOIN is refused, counted, logged once per peer)
         self.joins = 0
-        self.refused = 0
-        self._warned: set[PeerLike] = set()
+        self.refusals = Refusals("joins")
 
     def attach(self, peer: PeerLike) -> bool:
         if is_datagram(peer):
@@ -129,7 +126,7 @@ class RadioStrategy(SocketStrategy):
         self.broadcast.pop(peer, None)
         self.forget(peer)
         self.joined.pop(peer, None)
-        self._warned.discard(peer)
+        self.refusals.forget(peer)
 
     def disconnected(self, peer: PeerLike) -> None:
         # the DISH replays its joins when it reconnects
@@ -166,16 +163,12 @@ class RadioStrategy(SocketStrategy):
         """Whether ``peer``, holding ``held`` groups, may join one more."""
         if held < self._max_per_peer and self.joins < self._max_total:
             return True
-        self.refused += 1
-        if peer not in self._warned:
-            self._warned.add(peer)
-            log.warning(
-                "%r: joins refused (max_subscriptions %d per peer, max_subscriptions_total "
-                "%d); further refusals of this peer are counted, not logged",
-                peer,
-                self._max_per_peer,
-                self._max_total,
-            )
+        self.refusals.refuse(
+            peer,
+            "max_subscriptions %d per peer, max_subscriptions_total %d",
+            self._max_per_peer,
+            self._max_total,
+        )
         return False
 
     def leave(self, peer: PeerLike, group: bytes) -> None:
@@ -228,7 +221,7 @@ class RadioStrategy(SocketStrategy):
         return len(self.groups_of(peer))
 
     def subscription_totals(self) -> tuple[int, int]:
-        return self.joins, self.refused
+        return self.joins, self.refusals.count
 
     def groups_of(self, peer: PeerLike) -> set[bytes]:
         """The groups ``peer`` has joined (for tests and diagnostics)."""
@@ -240,7 +233,7 @@ class RadioStrategy(SocketStrategy):
             "groups": len(self.members),
             "dropped": self.dropped,
             "joins": self.joins,
-            "joins_refused": self.refused,
+            "joins_refused": self.refusals.count,
         }
 
 

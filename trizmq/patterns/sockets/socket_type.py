@@ -24,7 +24,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -34,8 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["SocketType"]
 
-#: the options of a type that publishes (keeps its peers' subscriptions or joins)
-PUBLISHER_OPTIONS = frozenset({"max_subscriptions", "max_subscriptions_total"})
+#: the options of a type that publishes (keeps its peers' subscriptions or joins), by
+#: the strategy attribute each sets (the bounds per peer and for all peers together)
+PUBLISHER_OPTION_FIELDS: Mapping[str, str] = MappingProxyType(
+    {"max_subscriptions": "_max_per_peer", "max_subscriptions_total": "_max_total"}
+)
+PUBLISHER_OPTIONS = frozenset(PUBLISHER_OPTION_FIELDS)
 #: the options of a type whose peers subscribe to it (SUBSCRIBE/CANCEL commands)
 SUBSCRIBED_OPTIONS = frozenset({"max_subscription_bytes"})
 
